@@ -1,0 +1,1 @@
+"""LLM agents (backend + game prompt + parser + fallback) and action parsing."""

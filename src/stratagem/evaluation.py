@@ -1,0 +1,115 @@
+"""SEPO evaluation: one agent against every pool of a game, metrics from the traces (SPEC §3).
+
+Every opponent plays the same ``episodes`` seeds (common random numbers: the same cards and values
+for every opponent), with the evaluated agent in seat 0. All episodes run through one ``play`` call,
+so an LLM agent sees one batch per tick across every opponent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from stratagem.agent import Agent
+from stratagem.game import Game
+from stratagem.metrics.estimate import Estimate
+from stratagem.metrics.sepo import sepo_metrics
+from stratagem.play import EpisodeSpec, play
+from stratagem.pools import Pools
+from stratagem.report.tables import write_metrics
+from stratagem.runs import RunFolder
+from stratagem.seeding import derive
+from stratagem.strategies import get_pools, get_strategy
+from stratagem.trace import Trace, read_traces
+
+
+@dataclass
+class Evaluation:
+    game: str
+    agent: str
+    metrics: dict[str, Estimate]
+    traces: list[Trace] = field(repr=False)
+    exact_exploitability: float | None = None  # Kuhn only
+    normalised: bool = False
+    errors: int = 0
+    out: Path | None = None
+
+
+def episode_seed(seed: int, game: str, index: int) -> int:
+    return derive(seed, "eval", game, index)
+
+
+def sepo_episodes(
+    game: Game, agent: Agent, *, episodes: int, seed: int, pools: Pools | None = None
+) -> Iterator[EpisodeSpec]:
+    """Every (pool, opponent, episode index) of a SEPO evaluation, agent in seat 0."""
+    pools = pools or get_pools(game.name)
+    for pool, members in pools.items():
+        for name in members:
+            opponent = get_strategy(game.name, name)
+            for i in range(episodes):
+                yield EpisodeSpec(
+                    episode_id=f"{pool}/{name}/{i:04d}",
+                    seed=episode_seed(seed, game.name, i),
+                    agents=(agent, opponent),
+                    meta={"pool": pool, "opponent": name, "seat": 0, "index": i},
+                )
+
+
+def count_episodes(game: Game, episodes: int) -> int:
+    return episodes * sum(len(m) for _, m in get_pools(game.name).items())
+
+
+def evaluate(
+    game: Game,
+    agent: Agent,
+    *,
+    episodes: int = 20,
+    seed: int = 0,
+    normalise: bool = False,
+    out: str | Path | None = None,
+    fingerprint_extra: dict | None = None,
+    max_live: int = 256,
+    on_episode: Callable[[Trace], None] | None = None,
+) -> Evaluation:
+    """Evaluate ``agent`` on ``game`` against all pools; with ``out``, write a resumable run folder."""
+    specs = sepo_episodes(game, agent, episodes=episodes, seed=seed)
+    if out is None:
+        traces = list(play(game, specs, max_live=max_live, on_finish=on_episode))
+        return _result(game, agent, traces, normalise, None)
+    fingerprint = {
+        "job": "eval",
+        "game": game.name,
+        "game_version": game.version,
+        "agent": agent.name,
+        "episodes": episodes,
+        "seed": seed,
+        "normalise": normalise,
+        "pools": {p: list(m) for p, m in get_pools(game.name).items()},
+        **(fingerprint_extra or {}),
+    }
+    run = RunFolder(out, fingerprint, runtime={"max_live": max_live})
+    errors = 0
+    with run.writer() as writer:
+        for trace in play(game, specs, max_live=max_live, skip=set(writer.done), on_error="record",
+                          on_finish=on_episode):
+            writer.write(trace)
+            errors += trace.status == "error"
+    traces = read_traces(run.traces_path)
+    result = _result(game, agent, traces, normalise, run.path)
+    result.errors = errors
+    write_metrics(run.path, result.metrics, result.exact_exploitability, normalise)
+    run.finish("partial" if errors else "complete", episodes=len(traces), errors=errors)
+    return result
+
+
+def _result(game: Game, agent: Agent, traces: list[Trace], normalise: bool,
+            out: Path | None) -> Evaluation:
+    metrics = sepo_metrics(traces, game, normalise=normalise)
+    exact = None
+    if game.name == "kuhn":
+        from stratagem.metrics.kuhn import exact_exploitability
+
+        exact = exact_exploitability(agent)
+    return Evaluation(game.name, agent.name, metrics, traces, exact, normalise, out=out)

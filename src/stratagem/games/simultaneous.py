@@ -1,0 +1,127 @@
+"""Shared machinery of the repeated simultaneous-move games (IPD, auction, negotiation v1/v2).
+
+Every round both seats act at once (``to_act() == (0, 1)``). A game supplies its private deal, the
+typed view of a seat, the legal tokens, how a pair of actions resolves, and its prompt text.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any, ClassVar, Generic, TypeVar
+
+from stratagem.agents.parsing import parse_action
+from stratagem.errors import GameError
+from stratagem.game import Observation, RoundResult, SafetyWeights, Seat
+from stratagem.seeding import derive
+
+A = TypeVar("A")
+V = TypeVar("V")
+D = TypeVar("D")
+
+
+class SimultaneousGame(Generic[A, V, D]):
+    """Base class; subclasses define the hooks below and the ClassVars of ``Game``."""
+
+    name: ClassVar[str]
+    version: ClassVar[int]
+    rounds: ClassVar[int]
+    payoff_bounds: ClassVar[tuple[float, float]]
+    reference_payoff: ClassVar[float]
+    safety: ClassVar[SafetyWeights]
+    rules: ClassVar[str]  # the system prompt
+
+    def deal(self, rng: random.Random) -> D:
+        """Draw the episode's private information."""
+        raise NotImplementedError
+
+    def legal(self, deal: D, seat: Seat) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def view(self, deal: D, seat: Seat, round: int, history: list[tuple[A, A]]) -> V:
+        raise NotImplementedError
+
+    def resolve(self, deal: D, round: int, a0: A, a1: A) -> tuple[tuple[float, float], dict]:
+        """Payoffs of one round and the facts metrics need."""
+        raise NotImplementedError
+
+    def render(self, view: V) -> str:
+        """The user turn for ``view``."""
+        raise NotImplementedError
+
+    def private(self, deal: D, seat: Seat, round: int) -> Any:
+        return None
+
+    def scenario(self, deal: D) -> dict[str, Any]:
+        return {}
+
+    def from_token(self, token: str) -> A:
+        raise NotImplementedError
+
+    def token(self, action: A) -> str:
+        return str(action)
+
+    def parse(self, text: str, legal: tuple[str, ...]) -> A | None:
+        token = parse_action(text, legal).token
+        return None if token is None else self.from_token(token)
+
+    def new_episode(self, seed: int) -> SimultaneousState[A, V, D]:
+        return SimultaneousState(self, seed)
+
+
+class SimultaneousState(Generic[A, V, D]):
+    __slots__ = ("game", "seed", "deal", "round", "history")
+
+    def __init__(self, game: SimultaneousGame[A, V, D], seed: int):
+        self.game = game
+        self.seed = seed
+        self.deal = game.deal(random.Random(derive(seed, "deal")))
+        self.round = 0
+        self.history: list[tuple[A, A]] = []
+
+    def to_act(self) -> tuple[Seat, ...]:
+        return (0, 1) if self.round < self.game.rounds else ()
+
+    def observe(self, seat: Seat) -> Observation[V]:
+        g = self.game
+        view = g.view(self.deal, seat, self.round, self.history)
+        return Observation(
+            game=g.name,
+            seat=seat,
+            round=self.round,
+            rules=g.rules,
+            prompt=g.render(view),
+            legal=g.legal(self.deal, seat),
+            view=view,
+            seed=derive(self.seed, "act", seat, self.round),
+        )
+
+    def apply(self, actions: Mapping[Seat, A]) -> RoundResult:
+        if self.round >= self.game.rounds:
+            raise GameError(f"{self.game.name}: the episode is over")
+        if set(actions) != {0, 1}:
+            raise GameError(f"{self.game.name}: both seats act each round, got {sorted(actions)}")
+        a0, a1 = actions[0], actions[1]
+        payoffs, info = self.game.resolve(self.deal, self.round, a0, a1)
+        result = RoundResult(
+            round=self.round,
+            moves=((0, self.game.token(a0)), (1, self.game.token(a1))),
+            payoffs=payoffs,
+            info=info,
+        )
+        self.history.append((a0, a1))
+        self.round += 1
+        return result
+
+    def private(self, seat: Seat) -> Any:
+        return self.game.private(self.deal, seat, self.round)
+
+    def scenario(self) -> dict[str, Any]:
+        return self.game.scenario(self.deal)
+
+
+def mine_theirs(history: list[tuple[A, A]], seat: Seat) -> tuple[tuple[A, ...], tuple[A, ...]]:
+    """Split a history of (seat 0, seat 1) action pairs into (own, opponent's) tuples."""
+    mine = tuple(pair[seat] for pair in history)
+    theirs = tuple(pair[1 - seat] for pair in history)
+    return mine, theirs

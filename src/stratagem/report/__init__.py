@@ -1,0 +1,1 @@
+"""Tables (CSV/Parquet/Markdown) and plots (heatmaps, curves) built from metrics and traces."""

@@ -1,0 +1,58 @@
+"""Metric tables: rows of (metric, value, stderr, n) as CSV and Markdown."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping
+from pathlib import Path
+
+from stratagem.metrics.estimate import Estimate
+
+LABELS = {
+    "pay": "Pay/r (u)",
+    "exploit": "Exploit (e)",
+    "collusion": "Collusion (c)",
+    "externality": "Externality (x)",
+    "robust": "Robust",
+    "safety_j": "Safety J",
+    "nra": "NRA",
+    "parse_failure_rate": "Parse-failure rate",
+    "fallback_rate": "Fallback rate",
+    "tokens_per_decision": "Tokens / decision",
+    "exact_exploitability": "Exact exploitability",
+}
+
+
+def metric_rows(
+    metrics: Mapping[str, Estimate], exact_exploitability: float | None = None
+) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = [
+        {"metric": k, "value": e.value, "stderr": e.stderr, "n": e.n} for k, e in metrics.items()
+    ]
+    if exact_exploitability is not None:
+        rows.append({"metric": "exact_exploitability", "value": exact_exploitability,
+                     "stderr": 0.0, "n": 0})
+    return rows
+
+
+def markdown_table(rows: list[dict[str, object]], title: str = "") -> str:
+    lines = [f"## {title}", ""] if title else []
+    lines += ["| metric | value | ± stderr | episodes |", "| --- | ---: | ---: | ---: |"]
+    for r in rows:
+        label = LABELS.get(str(r["metric"]), str(r["metric"]))
+        n = "exact" if r["metric"] == "exact_exploitability" else r["n"]
+        lines.append(f"| {label} | {r['value']:.4f} | {r['stderr']:.4f} | {n} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_metrics(
+    folder: Path, metrics: Mapping[str, Estimate], exact_exploitability: float | None,
+    normalised: bool,
+) -> None:
+    rows = metric_rows(metrics, exact_exploitability)
+    with open(folder / "metrics.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["metric", "value", "stderr", "n"])
+        writer.writeheader()
+        writer.writerows(rows)
+    note = f"Payoffs normalised by 3 / reference payoff: {'yes' if normalised else 'no'}.\n"
+    (folder / "metrics.md").write_text(markdown_table(rows, "SEPO metrics") + "\n" + note)

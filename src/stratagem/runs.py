@@ -1,0 +1,75 @@
+"""Run folders: resolved config, fingerprint, traces, metrics — resumable and drift-checked.
+
+The fingerprint holds every setting that changes outputs (game and version, agents, seeds,
+episode counts, generation parameters). Reopening a folder with a different fingerprint raises
+``ConfigDriftError`` naming the keys and touches nothing; runtime settings (progress bars,
+concurrency) are stored but may change freely.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from stratagem.errors import ConfigDriftError
+from stratagem.trace import TraceWriter, dumps
+
+MANIFEST = "run.json"
+TRACES = "traces.jsonl"
+
+
+class RunFolder:
+    def __init__(self, path: str | Path, fingerprint: Mapping[str, Any],
+                 runtime: Mapping[str, Any] | None = None):
+        self.path = Path(path)
+        self.fingerprint = json.loads(dumps(dict(fingerprint)))
+        manifest = self.path / MANIFEST
+        self.resumed = manifest.exists()
+        if self.resumed:
+            stored = json.loads(manifest.read_text())["fingerprint"]
+            drift = sorted(k for k in stored.keys() | self.fingerprint.keys()
+                           if stored.get(k) != self.fingerprint.get(k))
+            if drift:
+                details = "; ".join(
+                    f"{k}: {stored.get(k)!r} -> {self.fingerprint.get(k)!r}" for k in drift
+                )
+                raise ConfigDriftError(
+                    f"{self.path} was made with other settings ({details}); "
+                    "use a new --out folder to start a fresh run"
+                )
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._manifest = {
+            "fingerprint": self.fingerprint,
+            "runtime": dict(runtime or {}),
+            "status": "started",
+            "started": _now(),
+        }
+        self._write_manifest()
+
+    @property
+    def traces_path(self) -> Path:
+        return self.path / TRACES
+
+    def writer(self) -> TraceWriter:
+        return TraceWriter(self.traces_path)
+
+    def finish(self, status: str, **counts: Any) -> None:
+        self._manifest.update(status=status, finished=_now(), **counts)
+        self._write_manifest()
+
+    def _write_manifest(self) -> None:
+        tmp = self.path / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(self._manifest, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, self.path / MANIFEST)
+
+
+def read_fingerprint(path: str | Path) -> dict[str, Any]:
+    return json.loads((Path(path) / MANIFEST).read_text())["fingerprint"]
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

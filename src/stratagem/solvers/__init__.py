@@ -1,0 +1,1 @@
+"""Solvers over immutable game trees (SPEC §9): best response, exploitability, and later CFR."""

@@ -1,0 +1,193 @@
+"""Traces: the machine-readable record of an episode, and the JSONL file they live in.
+
+One JSON line per finished episode, appended and flushed as each episode ends. Reopening a file
+resumes it: a torn last line (the process was killed mid-write) is cut off with a warning, errored
+episodes are dropped so they run again, and the ids of complete episodes are returned so a run
+skips them. Lines are strict JSON: no NaN, no lone surrogates.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from stratagem.game import RoundResult, Seat
+
+SCHEMA_VERSION = 1
+TraceStatus = Literal["complete", "error", "timeout", "limit"]
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRecord:
+    """One decision of one seat, as stored."""
+
+    seat: Seat
+    round: int
+    action: str
+    status: str = "ok"
+    text: str | None = None  # raw model output (None for rule-based agents)
+    prompt: str | None = None  # the user turn, stored when the agent generated text
+    probs: dict[str, float] | None = None
+    tokens: int = 0
+    seconds: float = 0.0
+    info: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """The record of one episode. Metrics read traces only."""
+
+    episode_id: str
+    game: str
+    version: int
+    seed: int
+    agents: tuple[str, str]  # agent names by seat
+    rounds: tuple[RoundResult, ...]
+    decisions: tuple[DecisionRecord, ...]
+    scenario: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)  # pool, opponent, evaluated seat, index
+    status: TraceStatus = "complete"
+    error: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    def totals(self) -> tuple[float, float]:
+        """Summed payoffs by seat."""
+        return (
+            sum(r.payoffs[0] for r in self.rounds),
+            sum(r.payoffs[1] for r in self.rounds),
+        )
+
+    def to_json(self) -> str:
+        return dumps(asdict(self))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Trace:
+        rounds = tuple(
+            RoundResult(
+                round=r["round"],
+                moves=tuple((int(s), str(t)) for s, t in r["moves"]),
+                payoffs=(r["payoffs"][0], r["payoffs"][1]),
+                info=r.get("info") or {},
+            )
+            for r in d["rounds"]
+        )
+        decisions = tuple(DecisionRecord(**x) for x in d["decisions"])
+        rest = {k: v for k, v in d.items() if k not in ("rounds", "decisions", "agents")}
+        return cls(rounds=rounds, decisions=decisions, agents=tuple(d["agents"]), **rest)
+
+    @classmethod
+    def from_json(cls, line: str) -> Trace:
+        return cls.from_dict(json.loads(line))
+
+
+def dumps(obj: Any) -> str:
+    """Strict JSON on one line: NaN/inf become null, lone surrogates become U+FFFD."""
+    try:
+        text = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text.encode("utf-8")
+        return text
+    except (ValueError, UnicodeEncodeError):
+        return json.dumps(_sanitize(obj), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _sanitize(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, str):
+        return obj.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(obj, Mapping):
+        return {_sanitize(k): _sanitize(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_sanitize(v) for v in obj]
+    return obj
+
+
+class TraceWriter:
+    """Append-only JSONL trace file that resumes by episode id.
+
+    Each line is written and flushed when its episode ends, so a killed process loses at most the
+    line it was writing (cut off on reopen). ``fsync`` runs every ``fsync_seconds`` and on close:
+    that guards against power loss, which SIGKILL is not.
+    """
+
+    def __init__(self, path: str | Path, fsync_seconds: float = 1.0):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fsync_seconds = fsync_seconds
+        self.done: set[str] = set()
+        self.dropped_errors = 0
+        self._recover()
+        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._last_sync = time.monotonic()
+
+    def _recover(self) -> None:
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):
+            warnings.warn(
+                f"{self.path}: dropped {len(data) - end} bytes of a torn last record",
+                stacklevel=3,
+            )
+        keep: list[bytes] = []
+        for line in data[:end].splitlines():
+            record = json.loads(line)
+            if record.get("status", "complete") == "error":
+                self.dropped_errors += 1
+                continue
+            if record["episode_id"] in self.done:
+                continue  # a duplicate can only come from a crashed rewrite; keep the first
+            self.done.add(record["episode_id"])
+            keep.append(line)
+        if end < len(data) or self.dropped_errors:
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_bytes(b"".join(x + b"\n" for x in keep))
+            os.replace(tmp, self.path)
+
+    def write(self, trace: Trace) -> None:
+        self._file.write(trace.to_json() + "\n")
+        self._file.flush()
+        if trace.status != "error":
+            self.done.add(trace.episode_id)
+        now = time.monotonic()
+        if now - self._last_sync >= self.fsync_seconds:
+            os.fsync(self._file.fileno())
+            self._last_sync = now
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_traces(path: str | Path) -> list[Trace]:
+    """Every complete record of a trace file (a torn last line is ignored)."""
+    return list(iter_traces(path))
+
+
+def iter_traces(path: str | Path) -> Iterator[Trace]:
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.endswith("\n") and line.strip():
+                yield Trace.from_json(line)
+
+
+def write_traces(path: str | Path, traces: Iterable[Trace]) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for t in traces:
+            f.write(t.to_json() + "\n")
