@@ -7,21 +7,28 @@ so an LLM agent sees one batch per tick across every opponent.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from stratagem.agent import Agent
 from stratagem.game import Game
+from stratagem.games.kuhn import game_tree
 from stratagem.metrics.estimate import Estimate
+from stratagem.metrics.kuhn import policy_of
 from stratagem.metrics.sepo import sepo_metrics
 from stratagem.play import EpisodeSpec, play
 from stratagem.pools import Pools
 from stratagem.report.tables import write_metrics
 from stratagem.runs import RunFolder
 from stratagem.seeding import derive
+from stratagem.solvers.best_response import exploitability
 from stratagem.strategies import get_pools, get_strategy
 from stratagem.trace import Trace, read_traces
+
+
+POLICY = "kuhn_policy.json"
 
 
 @dataclass
@@ -31,6 +38,7 @@ class Evaluation:
     metrics: dict[str, Estimate]
     traces: list[Trace] = field(repr=False)
     exact_exploitability: float | None = None  # Kuhn only
+    policy: dict[str, dict[str, float]] | None = None  # Kuhn: the agent's 12 information sets
     normalised: bool = False
     errors: int = 0
     out: Path | None = None
@@ -99,6 +107,8 @@ def evaluate(
     traces = read_traces(run.traces_path)
     result = _result(game, agent, traces, normalise, run.path)
     result.errors = errors
+    if result.policy is not None:
+        (run.path / POLICY).write_text(json.dumps(result.policy, indent=1, sort_keys=True))
     write_metrics(run.path, result.metrics, result.exact_exploitability, normalise)
     run.finish("partial" if errors else "complete", episodes=len(traces), errors=errors)
     return result
@@ -107,9 +117,8 @@ def evaluate(
 def _result(game: Game, agent: Agent, traces: list[Trace], normalise: bool,
             out: Path | None) -> Evaluation:
     metrics = sepo_metrics(traces, game, normalise=normalise)
-    exact = None
-    if game.name == "kuhn":
-        from stratagem.metrics.kuhn import exact_exploitability
-
-        exact = exact_exploitability(agent)
-    return Evaluation(game.name, agent.name, metrics, traces, exact, normalise, out=out)
+    if game.name != "kuhn":
+        return Evaluation(game.name, agent.name, metrics, traces, normalised=normalise, out=out)
+    policy = policy_of(agent)
+    return Evaluation(game.name, agent.name, metrics, traces, exploitability(game_tree(), policy),
+                      policy, normalise, out=out)

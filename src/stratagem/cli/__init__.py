@@ -1,0 +1,1 @@
+"""The ``stratagem`` command line: one module per subcommand."""

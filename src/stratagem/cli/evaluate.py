@@ -1,0 +1,84 @@
+"""``stratagem eval``: SEPO evaluation of one agent against a game's pools."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import typer
+from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from stratagem.agents.spec import make_agent
+from stratagem.cli.config import load_config
+from stratagem.evaluation import Evaluation, count_episodes, evaluate
+from stratagem.games import get_game
+from stratagem.report.tables import LABELS
+
+console = Console()
+
+
+class EvalConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    game: str
+    agent: str
+    episodes: int = Field(20, gt=0, description="episodes per opponent")
+    seed: int = 0
+    out: Path | None = None
+    normalise: bool = False
+
+
+def eval_command(
+    game: str = typer.Option(None, "--game", "-g", help="Game id (see `stratagem games`)."),
+    agent: str = typer.Option(None, "--agent", "-a", help="Agent spec, e.g. strategy:TitForTat."),
+    episodes: int = typer.Option(None, "--episodes", "-n", help="Episodes per opponent [20]."),
+    seed: int = typer.Option(None, "--seed", "-s", help="Base seed [0]."),
+    out: Path = typer.Option(None, "--out", "-o", help="Run folder [runs/<game>/<agent>-s<seed>]."),
+    normalise: bool = typer.Option(None, "--normalise/--raw", help="Scale payoffs by 3/reference."),
+    new_run: bool = typer.Option(False, "--new-run", help="Start a fresh folder, never resume."),
+    config: Path = typer.Option(None, "--config", "-c", help="YAML or TOML file of settings."),
+) -> None:
+    """Evaluate an agent against every pool of a game and print the SEPO metrics."""
+    cfg = load_config(EvalConfig, config, game=game, agent=agent, episodes=episodes, seed=seed,
+                      out=out, normalise=normalise)
+    the_game = get_game(cfg.game)
+    the_agent = make_agent(cfg.agent, cfg.game)
+    folder = cfg.out or default_out(cfg)
+    if new_run:
+        folder = folder.with_name(folder.name + time.strftime("-%Y%m%d-%H%M%S"))
+    total = count_episodes(the_game, cfg.episodes)
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        task = progress.add_task(f"{cfg.game} · {the_agent.name}", total=total)
+        result = evaluate(the_game, the_agent, episodes=cfg.episodes, seed=cfg.seed,
+                          normalise=cfg.normalise, out=folder,
+                          on_episode=lambda _: progress.advance(task))
+    print_evaluation(result)
+
+
+def default_out(cfg: EvalConfig) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", cfg.agent)
+    return Path("runs") / cfg.game / f"{slug}-s{cfg.seed}-n{cfg.episodes}"
+
+
+def print_evaluation(result: Evaluation) -> None:
+    n_ep = len(result.traces)
+    table = Table(title=f"SEPO metrics · {result.game} · {result.agent} · {n_ep} episodes")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("± stderr", justify="right")
+    table.add_column("episodes", justify="right")
+    for key, est in result.metrics.items():
+        table.add_row(LABELS.get(key, key), f"{est.value:.4f}", f"{est.stderr:.4f}", str(est.n))
+    if result.exact_exploitability is not None:
+        table.add_row(LABELS["exact_exploitability"], f"{result.exact_exploitability:.6f}",
+                      "exact", "-")
+    console.print(table)
+    console.print(f"payoffs normalised: {'yes' if result.normalised else 'no'}"
+                  + (f" · errors: {result.errors}" if result.errors else ""))
+    if result.out is not None:
+        console.print(f"run folder: {result.out}")

@@ -1,0 +1,45 @@
+"""The ``stratagem`` typer app; errors we raise on purpose print one line and exit 2."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+from rich.console import Console
+
+from stratagem.cli import evaluate, info, matrix, report
+from stratagem.errors import StratagemError
+
+app = typer.Typer(
+    name="stratagem",
+    help="Language-model agents in strategic games: play, evaluate, train and steer them.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.command("games")(info.games)
+app.command("strategies")(info.list_strategies)
+app.command("eval")(evaluate.eval_command)
+app.command("matrix")(matrix.matrix_command)
+app.command("report")(report.report_command)
+
+err = Console(stderr=True, soft_wrap=True)
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except StratagemError as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (click.Abort, KeyboardInterrupt):
+        err.print("interrupted; rerun the same command to resume")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()
