@@ -27,7 +27,6 @@ from stratagem.solvers.best_response import exploitability
 from stratagem.strategies import get_pools, get_strategy
 from stratagem.trace import Trace, read_traces
 
-
 POLICY = "kuhn_policy.json"
 
 
@@ -81,7 +80,7 @@ def evaluate(
     max_live: int = 256,
     on_episode: Callable[[Trace], None] | None = None,
 ) -> Evaluation:
-    """Evaluate ``agent`` on ``game`` against all pools; with ``out``, write a resumable run folder."""
+    """Evaluate `agent` on `game` against all pools; with `out`, write a resumable run folder."""
     specs = sepo_episodes(game, agent, episodes=episodes, seed=seed)
     if out is None:
         traces = list(play(game, specs, max_live=max_live, on_finish=on_episode))
@@ -100,8 +99,14 @@ def evaluate(
     run = RunFolder(out, fingerprint, runtime={"max_live": max_live})
     errors = 0
     with run.writer() as writer:
-        for trace in play(game, specs, max_live=max_live, skip=set(writer.done), on_error="record",
-                          on_finish=on_episode):
+        for trace in play(
+            game,
+            specs,
+            max_live=max_live,
+            skip=set(writer.done),
+            on_error="record",
+            on_finish=on_episode,
+        ):
             writer.write(trace)
             errors += trace.status == "error"
     traces = read_traces(run.traces_path)
@@ -114,11 +119,20 @@ def evaluate(
     return result
 
 
-def _result(game: Game, agent: Agent, traces: list[Trace], normalise: bool,
-            out: Path | None) -> Evaluation:
+def _result(
+    game: Game, agent: Agent, traces: list[Trace], normalise: bool, out: Path | None
+) -> Evaluation:
     metrics = sepo_metrics(traces, game, normalise=normalise)
     if game.name != "kuhn":
         return Evaluation(game.name, agent.name, metrics, traces, normalised=normalise, out=out)
     policy = policy_of(agent)
-    return Evaluation(game.name, agent.name, metrics, traces, exploitability(game_tree(), policy),
-                      policy, normalise, out=out)
+    return Evaluation(
+        game.name,
+        agent.name,
+        metrics,
+        traces,
+        exploitability(game_tree(), policy),
+        policy,
+        normalise,
+        out=out,
+    )

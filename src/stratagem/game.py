@@ -77,7 +77,7 @@ class State(Protocol[A, V]):
         ...
 
     def private(self, seat: Seat) -> Any:
-        """The seat's private information (cards, values) drawn so far; for leak checks."""
+        """What the seat knows of the deal so far (own cards or values, public draws)."""
         ...
 
     def scenario(self) -> dict[str, Any]:

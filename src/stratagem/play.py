@@ -88,8 +88,10 @@ def _tick(game: Game, live: list[_Live], on_error: str) -> None:
         try:
             decisions = agent.act(batch)
             if len(decisions) != len(batch):
-                raise GameError(f"agent {agent.name} returned {len(decisions)} decisions "
-                                f"for {len(batch)} observations")
+                raise GameError(
+                    f"agent {agent.name} returned {len(decisions)} decisions "
+                    f"for {len(batch)} observations"
+                )
         except Exception as exc:
             if on_error == "raise":
                 raise

@@ -23,16 +23,23 @@ TRACES = "traces.jsonl"
 
 
 class RunFolder:
-    def __init__(self, path: str | Path, fingerprint: Mapping[str, Any],
-                 runtime: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        path: str | Path,
+        fingerprint: Mapping[str, Any],
+        runtime: Mapping[str, Any] | None = None,
+    ):
         self.path = Path(path)
         self.fingerprint = json.loads(dumps(dict(fingerprint)))
         manifest = self.path / MANIFEST
         self.resumed = manifest.exists()
         if self.resumed:
             stored = json.loads(manifest.read_text())["fingerprint"]
-            drift = sorted(k for k in stored.keys() | self.fingerprint.keys()
-                           if stored.get(k) != self.fingerprint.get(k))
+            drift = sorted(
+                k
+                for k in stored.keys() | self.fingerprint.keys()
+                if stored.get(k) != self.fingerprint.get(k)
+            )
             if drift:
                 details = "; ".join(
                     f"{k}: {stored.get(k)!r} -> {self.fingerprint.get(k)!r}" for k in drift

@@ -26,8 +26,10 @@ def payoff_matrix(
                 opponent = agents[col] if col != row else get_strategy(game.name, col)
                 for i in range(episodes):
                     yield EpisodeSpec(
-                        f"{row}/{col}/{i:04d}", derive(seed, "matrix", game.name, i),
-                        (agents[row], opponent), {"row": row, "col": col},
+                        f"{row}/{col}/{i:04d}",
+                        derive(seed, "matrix", game.name, i),
+                        (agents[row], opponent),
+                        {"row": row, "col": col},
                     )
 
     sums: dict[tuple[str, str], list[float]] = {}

@@ -94,7 +94,9 @@ def dumps(obj: Any) -> str:
         text.encode("utf-8")
         return text
     except (ValueError, UnicodeEncodeError):
-        return json.dumps(_sanitize(obj), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return json.dumps(
+            _sanitize(obj), ensure_ascii=False, allow_nan=False, separators=(",", ":")
+        )
 
 
 def _sanitize(obj: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Agent specs on the command line: ``strategy:NAME`` (and, with LLM backends, ``hf:`` / ``openai:``)."""
+"""Agent specs on the command line: `strategy:NAME`, and with LLM backends `hf:` and `openai:`."""
 
 from __future__ import annotations
 

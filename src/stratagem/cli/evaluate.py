@@ -43,20 +43,40 @@ def eval_command(
     config: Path = typer.Option(None, "--config", "-c", help="YAML or TOML file of settings."),
 ) -> None:
     """Evaluate an agent against every pool of a game and print the SEPO metrics."""
-    cfg = load_config(EvalConfig, config, game=game, agent=agent, episodes=episodes, seed=seed,
-                      out=out, normalise=normalise)
+    cfg = load_config(
+        EvalConfig,
+        config,
+        game=game,
+        agent=agent,
+        episodes=episodes,
+        seed=seed,
+        out=out,
+        normalise=normalise,
+    )
     the_game = get_game(cfg.game)
     the_agent = make_agent(cfg.agent, cfg.game)
     folder = cfg.out or default_out(cfg)
     if new_run:
         folder = folder.with_name(folder.name + time.strftime("-%Y%m%d-%H%M%S"))
     total = count_episodes(the_game, cfg.episodes)
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as progress:
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
         task = progress.add_task(f"{cfg.game} · {the_agent.name}", total=total)
-        result = evaluate(the_game, the_agent, episodes=cfg.episodes, seed=cfg.seed,
-                          normalise=cfg.normalise, out=folder,
-                          on_episode=lambda _: progress.advance(task))
+        result = evaluate(
+            the_game,
+            the_agent,
+            episodes=cfg.episodes,
+            seed=cfg.seed,
+            normalise=cfg.normalise,
+            out=folder,
+            on_episode=lambda _: progress.advance(task),
+        )
     print_evaluation(result)
 
 
@@ -75,10 +95,13 @@ def print_evaluation(result: Evaluation) -> None:
     for key, est in result.metrics.items():
         table.add_row(LABELS.get(key, key), f"{est.value:.4f}", f"{est.stderr:.4f}", str(est.n))
     if result.exact_exploitability is not None:
-        table.add_row(LABELS["exact_exploitability"], f"{result.exact_exploitability:.6f}",
-                      "exact", "-")
+        table.add_row(
+            LABELS["exact_exploitability"], f"{result.exact_exploitability:.6f}", "exact", "-"
+        )
     console.print(table)
-    console.print(f"payoffs normalised: {'yes' if result.normalised else 'no'}"
-                  + (f" · errors: {result.errors}" if result.errors else ""))
+    console.print(
+        f"payoffs normalised: {'yes' if result.normalised else 'no'}"
+        + (f" · errors: {result.errors}" if result.errors else "")
+    )
     if result.out is not None:
         console.print(f"run folder: {result.out}")

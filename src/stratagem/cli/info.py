@@ -20,8 +20,9 @@ def games() -> None:
     for name in GAMES:
         game = get_game(name)
         pools = get_pools(name)
-        sizes = "/".join(str(len(getattr(pools, p))) for p in ("train", "exploit", "collusive",
-                                                              "robust"))
+        sizes = "/".join(
+            str(len(getattr(pools, p))) for p in ("train", "exploit", "collusive", "robust")
+        )
         table.add_row(name, str(game.version), str(game.rounds), sizes)
     console.print(table)
 

@@ -27,8 +27,9 @@ def matrix_command(
     folder = out or Path("runs") / game
     folder.mkdir(parents=True, exist_ok=True)
     table.to_csv(folder / "matrix.csv")
-    png = heatmap(table, folder / "matrix.png",
-                  f"{game}: mean payoff per round of the row strategy")
+    png = heatmap(
+        table, folder / "matrix.png", f"{game}: mean payoff per round of the row strategy"
+    )
     view = Table(title=f"{game}: row's mean payoff per round vs column ({episodes} episodes)")
     view.add_column("row \\ column")
     for col in table.columns:

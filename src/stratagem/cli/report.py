@@ -33,5 +33,6 @@ def report_command(run: Path = typer.Argument(..., help="A run folder written by
         policy = json.loads((run / POLICY).read_text())
         exact = exploitability(game_tree(), policy)
     write_metrics(run, metrics, exact, normalise)
-    print_evaluation(Evaluation(game.name, fp["agent"], metrics, traces, exact, policy,
-                                normalise, out=run))
+    print_evaluation(
+        Evaluation(game.name, fp["agent"], metrics, traces, exact, policy, normalise, out=run)
+    )

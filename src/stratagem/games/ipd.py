@@ -88,7 +88,9 @@ class IPD(SimultaneousGame[Move, IPDView, None]):
                 pm, pt = PAYOFFS[(m, t)]
                 mine_total += pm
                 theirs_total += pt
-                lines.append(f"Round {i + 1}: you {m}, opponent {t} (you +{pm:g}, opponent +{pt:g})")
+                lines.append(
+                    f"Round {i + 1}: you {m}, opponent {t} (you +{pm:g}, opponent +{pt:g})"
+                )
             lines.append(f"Score: you {mine_total:g}, opponent {theirs_total:g}.")
         else:
             lines.append("No rounds have been played yet.")

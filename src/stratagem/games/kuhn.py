@@ -201,8 +201,8 @@ class Kuhn:
     rules = (
         f"You are playing Kuhn poker against one opponent, {HANDS} hands. The deck has three "
         "cards: J (lowest), Q and K (highest). Each hand both players put 1 chip in the pot "
-        "(the ante) and get one private card. You act first on hands 1, 3, 5 and second on hands "
-        "2, 4, 6.\n"
+        "(the ante) and get one private card. The players take turns acting first: if you act "
+        "first on one hand, you act second on the next.\n"
         "Betting: the first player may PASS or BET 1 chip.\n"
         "- After a PASS, the second player may PASS (cards are shown, the higher card wins the "
         "pot) or BET 1 chip; after that BET the first player must FOLD (the opponent takes the "

@@ -13,7 +13,7 @@ from stratagem.solvers.best_response import exploitability, nash_conv
 
 
 def policy_of(agent: Agent) -> dict[str, dict[str, float]]:
-    """infoset -> {action token: probability}, as the agent reports it."""
+    """Infoset -> {action token: probability}, as the agent reports it."""
     observations = infoset_observations()
     decisions = agent.act(list(observations.values()))
     policy = {}

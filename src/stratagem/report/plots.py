@@ -25,8 +25,15 @@ def heatmap(table: pd.DataFrame, path: str | Path, title: str, cmap: str = "viri
     mid = (values.max() + values.min()) / 2
     for i in range(n_rows):
         for j in range(n_cols):
-            ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=8,
-                    color="black" if values[i, j] > mid else "white")
+            ax.text(
+                j,
+                i,
+                f"{values[i, j]:.2f}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="black" if values[i, j] > mid else "white",
+            )
     ax.set_title(title)
     fig.colorbar(image, ax=ax)
     fig.tight_layout()

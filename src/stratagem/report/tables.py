@@ -30,8 +30,9 @@ def metric_rows(
         {"metric": k, "value": e.value, "stderr": e.stderr, "n": e.n} for k, e in metrics.items()
     ]
     if exact_exploitability is not None:
-        rows.append({"metric": "exact_exploitability", "value": exact_exploitability,
-                     "stderr": 0.0, "n": 0})
+        rows.append(
+            {"metric": "exact_exploitability", "value": exact_exploitability, "stderr": 0.0, "n": 0}
+        )
     return rows
 
 
@@ -46,7 +47,9 @@ def markdown_table(rows: list[dict[str, object]], title: str = "") -> str:
 
 
 def write_metrics(
-    folder: Path, metrics: Mapping[str, Estimate], exact_exploitability: float | None,
+    folder: Path,
+    metrics: Mapping[str, Estimate],
+    exact_exploitability: float | None,
     normalised: bool,
 ) -> None:
     rows = metric_rows(metrics, exact_exploitability)

@@ -43,8 +43,13 @@ def best_response_value(root: Node, player: int, policy: Policy) -> float:
     return value(root)
 
 
-def _collect(node: Node, player: int, policy: Policy, reach: float,
-             members: dict[str, list[tuple[Node, float]]]) -> None:
+def _collect(
+    node: Node,
+    player: int,
+    policy: Policy,
+    reach: float,
+    members: dict[str, list[tuple[Node, float]]],
+) -> None:
     """Group ``player``'s decision nodes by information set, with chance × opponent reach."""
     if node.is_terminal:
         return

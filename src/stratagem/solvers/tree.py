@@ -29,13 +29,15 @@ class Node:
         return cls(TERMINAL, returns=returns)
 
     @classmethod
-    def chance(cls, outcomes: tuple[str, ...], children: tuple[Node, ...],
-               probs: tuple[float, ...]) -> Node:
+    def chance(
+        cls, outcomes: tuple[str, ...], children: tuple[Node, ...], probs: tuple[float, ...]
+    ) -> Node:
         return cls(CHANCE, outcomes, children, chance_probs=probs)
 
     @classmethod
-    def decision(cls, player: int, infoset: str, actions: tuple[str, ...],
-                 children: tuple[Node, ...]) -> Node:
+    def decision(
+        cls, player: int, infoset: str, actions: tuple[str, ...], children: tuple[Node, ...]
+    ) -> Node:
         return cls(player, actions, children, infoset=infoset)
 
     @property
@@ -51,7 +53,7 @@ def walk(node: Node) -> Iterator[Node]:
 
 
 def infosets(root: Node) -> dict[str, tuple[int, tuple[str, ...]]]:
-    """infoset -> (player, legal actions) for every decision node."""
+    """Infoset -> (player, legal actions) for every decision node."""
     return {n.infoset: (n.player, n.actions) for n in walk(root) if n.infoset is not None}
 
 

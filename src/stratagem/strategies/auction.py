@@ -41,7 +41,9 @@ class Adaptive(Strategy):
         if not view.theirs:
             return pure(Bid.LOW)
         step = AMOUNT[view.theirs[-1]] + 1
-        return pure(BID_FOR_AMOUNT[step] if step in BID_FOR_AMOUNT and step <= view.value else Bid.LOW)
+        return pure(
+            BID_FOR_AMOUNT[step] if step in BID_FOR_AMOUNT and step <= view.value else Bid.LOW
+        )
 
 
 @STRATEGIES

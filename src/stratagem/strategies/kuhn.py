@@ -8,7 +8,7 @@ therefore exact at all 12 information sets, which exact exploitability reads.
 from __future__ import annotations
 
 from stratagem.agent import Strategy
-from stratagem.games.kuhn import B, CA, F, KuhnView, P
+from stratagem.games.kuhn import CA, B, F, KuhnView, P
 from stratagem.pools import Pools
 from stratagem.registry import Registry
 
@@ -47,7 +47,8 @@ ALPHA = 1 / 3
 @STRATEGIES
 class NashApprox(TableStrategy):
     """The equilibrium at the α = 1/3 end of Kuhn's family (first player bets J with α, K with
-    3α, calls with Q at α + 1/3; second player bets K, bluffs J at 1/3, calls Q at 1/3)."""
+    3α, calls with Q at α + 1/3; second player bets K, bluffs J at 1/3, calls Q at 1/3).
+    """
 
     table = betting(
         open_=by_card(ALPHA, 0.0, 3 * ALPHA),
@@ -69,7 +70,10 @@ class LooseAggressive(TableStrategy):
     """Bets and calls with Q and K, bluffs with J half the time, folds J to a bet."""
 
     table = betting(
-        by_card(0.5, 1.0, 1.0), by_card(0.5, 1.0, 1.0), by_card(0.0, 1.0, 1.0), by_card(0.0, 1.0, 1.0)
+        by_card(0.5, 1.0, 1.0),
+        by_card(0.5, 1.0, 1.0),
+        by_card(0.0, 1.0, 1.0),
+        by_card(0.0, 1.0, 1.0),
     )
 
 
@@ -85,7 +89,10 @@ class BluffHeavy(TableStrategy):
     """Bets every J and K (passes Q) and calls every bet."""
 
     table = betting(
-        by_card(1.0, 0.0, 1.0), by_card(1.0, 0.0, 1.0), by_card(1.0, 1.0, 1.0), by_card(1.0, 1.0, 1.0)
+        by_card(1.0, 0.0, 1.0),
+        by_card(1.0, 0.0, 1.0),
+        by_card(1.0, 1.0, 1.0),
+        by_card(1.0, 1.0, 1.0),
     )
 
 
@@ -94,7 +101,10 @@ class PotControl(TableStrategy):
     """Never bets except with K; calls with Q or K."""
 
     table = betting(
-        by_card(0.0, 0.0, 1.0), by_card(0.0, 0.0, 1.0), by_card(0.0, 1.0, 1.0), by_card(0.0, 1.0, 1.0)
+        by_card(0.0, 0.0, 1.0),
+        by_card(0.0, 0.0, 1.0),
+        by_card(0.0, 1.0, 1.0),
+        by_card(0.0, 1.0, 1.0),
     )
 
 
@@ -103,7 +113,10 @@ class TightValue(TableStrategy):
     """Bets only with K and never bluffs; calls with K, and with Q half the time."""
 
     table = betting(
-        by_card(0.0, 0.0, 1.0), by_card(0.0, 0.0, 1.0), by_card(0.0, 0.5, 1.0), by_card(0.0, 0.5, 1.0)
+        by_card(0.0, 0.0, 1.0),
+        by_card(0.0, 0.0, 1.0),
+        by_card(0.0, 0.5, 1.0),
+        by_card(0.0, 0.5, 1.0),
     )
 
 
@@ -111,9 +124,7 @@ class TightValue(TableStrategy):
 class AlwaysPassQueen(TableStrategy):
     """NashApprox, except that with Q it always passes and folds to any bet."""
 
-    table = {
-        history: {**cards, "Q": 0.0} for history, cards in NashApprox.table.items()
-    }
+    table = {history: {**cards, "Q": 0.0} for history, cards in NashApprox.table.items()}
 
 
 @STRATEGIES

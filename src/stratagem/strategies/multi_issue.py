@@ -102,11 +102,13 @@ class GenerousNeg(Deterministic):
 @STRATEGIES
 class Proportional(Deterministic):
     """Of each item, the share ``v / (v + 10/3)`` of the pool, rounded half up: half when its
-    value is average, more when it values the item more, nothing when it is worthless to it."""
+    value is average, more when it values the item more, nothing when it is worthless to it.
+    """
 
     def demand(self, view):
         return tuple(
-            int(p * v / (v + AVERAGE_VALUE) + 0.5) for p, v in zip(view.pool, view.values, strict=True)
+            int(p * v / (v + AVERAGE_VALUE) + 0.5)
+            for p, v in zip(view.pool, view.values, strict=True)
         )
 
 
@@ -123,7 +125,8 @@ class Conservative(Deterministic):
 @STRATEGIES
 class Adaptive(Deterministic):
     """Fair first. After a breakdown, one unit less of its least valued demanded item; after a
-    deal that left units of its most valued item unclaimed, one unit more of it; else repeat."""
+    deal that left units of its most valued item unclaimed, one unit more of it; else repeat.
+    """
 
     def demand(self, view):
         if not view.mine:
@@ -145,7 +148,8 @@ class Adaptive(Deterministic):
 @STRATEGIES
 class Defensive(Deterministic):
     """Half (rounded down) of every item it values, none of worthless items; it never concedes
-    below that, whatever the opponent does."""
+    below that, whatever the opponent does.
+    """
 
     def demand(self, view):
         return tuple(p // 2 if v > 0 else 0 for p, v in zip(view.pool, view.values, strict=True))

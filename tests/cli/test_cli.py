@@ -1,0 +1,117 @@
+"""CLI smoke tests in a subprocess, as a user runs them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def stratagem(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "stratagem.cli.main", *args], capture_output=True, text=True, cwd=cwd
+    )
+
+
+def test_eval_ipd_prints_every_metric_with_error(tmp_path):
+    r = stratagem("eval", "--game", "ipd", "--agent", "strategy:TitForTat", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    for label in (
+        "Pay/r",
+        "Exploit",
+        "Collusion",
+        "Externality",
+        "Robust",
+        "Safety J",
+        "NRA",
+        "Parse-failure rate",
+        "Fallback rate",
+        "Tokens / decision",
+        "± stderr",
+    ):
+        assert label in r.stdout, label
+    assert "0.6250" in r.stdout
+    run = tmp_path / "runs/ipd/strategy_TitForTat-s0-n20"
+    assert {"run.json", "traces.jsonl", "metrics.csv", "metrics.md"} <= {
+        p.name for p in run.iterdir()
+    }
+
+
+def test_eval_kuhn_prints_exact_exploitability(tmp_path):
+    r = stratagem(
+        "eval", "--game", "kuhn", "--agent", "strategy:NashApprox", "-n", "3", cwd=tmp_path
+    )
+    assert r.returncode == 0, r.stderr
+    assert "Exact exploitability" in r.stdout and "0.000000" in r.stdout
+
+
+def test_report_rebuilds_identical_metrics(tmp_path):
+    r = stratagem(
+        "eval",
+        "--game",
+        "kuhn",
+        "--agent",
+        "strategy:TightValue",
+        "-n",
+        "4",
+        "-o",
+        "run",
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    original = (tmp_path / "run/metrics.csv").read_text()
+    (tmp_path / "run/metrics.csv").unlink()
+    (tmp_path / "run/metrics.md").unlink()
+    r = stratagem("report", "run", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "run/metrics.csv").read_text() == original
+
+
+def test_unknown_names_get_one_line_with_suggestion(tmp_path):
+    for args, expected in [
+        (("eval", "--game", "ipdd", "--agent", "strategy:TitForTat"), "did you mean 'ipd'"),
+        (("eval", "--game", "ipd", "--agent", "strategy:TitForTap"), "did you mean 'TitForTat'"),
+        (("eval", "--game", "ipd", "--agent", "strategi:TitForTat"), "did you mean 'strategy'"),
+        (("strategies", "--game", "kuhnn"), "did you mean 'kuhn'"),
+        (("matrix", "--game", "auctoin"), "did you mean 'auction'"),
+    ]:
+        r = stratagem(*args, cwd=tmp_path)
+        assert r.returncode == 2, args
+        assert expected in r.stderr and "Traceback" not in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_bad_values_and_config_keys(tmp_path):
+    r = stratagem("eval", "--game", "ipd", "--agent", "strategy:TitForTat", "-n", "0", cwd=tmp_path)
+    assert r.returncode == 2 and "episodes" in r.stderr and "Traceback" not in r.stderr
+    (tmp_path / "cfg.yaml").write_text("game: ipd\nagent: strategy:TitForTat\nepisdes: 3\n")
+    r = stratagem("eval", "--config", "cfg.yaml", cwd=tmp_path)
+    assert r.returncode == 2 and "did you mean 'episodes'" in r.stderr
+
+
+def test_config_file_with_flag_override(tmp_path):
+    (tmp_path / "cfg.toml").write_text(
+        'game = "ipd"\nagent = "strategy:TitForTat"\nepisodes = 50\n'
+    )
+    r = stratagem("eval", "--config", "cfg.toml", "--episodes", "2", "-o", "run", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    import json
+
+    assert json.loads((tmp_path / "run/run.json").read_text())["fingerprint"]["episodes"] == 2
+
+
+def test_matrix_writes_table_and_heatmap(tmp_path):
+    r = stratagem("matrix", "--game", "negotiation", "-n", "2", "-o", "m", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "m/matrix.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "m/matrix.csv", index_col=0)
+    assert table.loc["FairSplit", "FairSplit"] == 5.0
+    assert table.loc["Hardball", "Accommodating"] == 0.0  # 8 + 4 > 10 every round
+
+
+def test_games_and_strategies_listings(tmp_path):
+    r = stratagem("games", cwd=tmp_path)
+    assert r.returncode == 0 and "multi_issue" in r.stdout
+    r = stratagem("strategies", "--game", "ipd", cwd=tmp_path)
+    assert "AlternatingDefect" in r.stdout and "exploit" in r.stdout
