@@ -130,7 +130,7 @@ def test_sigkill_and_resume_leaves_every_episode_exactly_once(tmp_path):
         )
         before = traces.stat().st_size if traces.exists() else 0
         deadline = time.time() + 60
-        while time.time() < deadline:
+        while time.time() < deadline and proc.poll() is None:
             if traces.exists() and traces.stat().st_size > before + 20_000:
                 break
             time.sleep(0.02)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 from rich.console import Console
 
@@ -29,14 +28,11 @@ err = Console(stderr=True, soft_wrap=True)
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        app()  # usage errors are typer's own: a short message and exit 2
     except StratagemError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except (click.Abort, KeyboardInterrupt):
+    except KeyboardInterrupt:
         err.print("interrupted; rerun the same command to resume")
         sys.exit(130)
 
