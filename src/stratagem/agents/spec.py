@@ -1,19 +1,79 @@
-"""Agent specs on the command line: `strategy:NAME`, and with LLM backends `hf:` and `openai:`."""
+"""Agent specs on the command line.
+
+- ``strategy:NAME`` — a rule-based strategy of the game;
+- ``hf`` or ``hf:MODEL`` — a local transformers model (default: the embedded SmolLM2), with
+  ``LLMOptions.adapter`` for a PEFT adapter;
+- ``openai:MODEL`` — any OpenAI-compatible endpoint at ``LLMOptions.base_url``.
+"""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+
 from stratagem.agent import Agent
+from stratagem.backends.base import Sampling
 from stratagem.errors import ConfigError, UnknownNameError
+from stratagem.game import Game
 from stratagem.strategies import get_strategy
 
-KINDS = ("strategy",)
+KINDS = ("strategy", "hf", "openai")
 
 
-def make_agent(spec: str, game: str) -> Agent:
+@dataclass(frozen=True)
+class LLMOptions:
+    """Backend and generation settings of an LLM agent (those marked * change results)."""
+
+    temperature: float = 0.0  # *
+    top_p: float = 1.0  # *
+    max_new_tokens: int = 64  # *
+    adapter: str | None = None  # *
+    dtype: str = "auto"  # *
+    fallback: str = "argmax"  # *
+    base_url: str | None = None  # *
+    api_key_env: str = "OPENAI_API_KEY"
+    max_batch: int = 64
+    concurrency: int = 8
+    max_retries: int = 5
+    attempt_timeout: float = 60.0
+
+    def fingerprint(self) -> dict:
+        runtime = {"api_key_env", "max_batch", "concurrency", "max_retries", "attempt_timeout"}
+        return {k: v for k, v in asdict(self).items() if k not in runtime}
+
+    @property
+    def sampling(self) -> Sampling:
+        return Sampling(self.temperature, self.top_p, self.max_new_tokens)
+
+
+def is_llm(spec: str) -> bool:
+    return spec.partition(":")[0] in ("hf", "openai")
+
+
+def make_agent(spec: str, game: Game | str, options: LLMOptions | None = None) -> Agent:
     """Build the agent ``spec`` names for ``game``."""
+    from stratagem.games import get_game
+
+    game = get_game(game) if isinstance(game, str) else game
     kind, sep, arg = spec.partition(":")
     if kind not in KINDS:
         raise UnknownNameError("agent kind", kind, KINDS)
-    if not sep or not arg:
-        raise ConfigError(f"agent {spec!r} needs a name after '{kind}:', e.g. strategy:TitForTat")
-    return get_strategy(game, arg)
+    if kind == "strategy":
+        if not arg:
+            raise ConfigError(f"agent {spec!r} needs a name after 'strategy:', e.g. "
+                              "strategy:TitForTat")
+        return get_strategy(game.name, arg)
+    options = options or LLMOptions()
+    from stratagem.agents.llm import LLMAgent
+
+    if kind == "hf":
+        from stratagem.backends.hf import HFBackend
+
+        backend = HFBackend(arg or "embedded", adapter=options.adapter, dtype=options.dtype,
+                            max_batch=options.max_batch)
+    else:
+        if not arg:
+            raise ConfigError("agent 'openai:' needs a model name, e.g. openai:gpt-4o-mini")
+        from stratagem.backends.openai import OpenAIBackend
+
+        backend = OpenAIBackend.from_options(arg, options)
+    return LLMAgent(backend, game, options.sampling, fallback=options.fallback)  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from stratagem.agents.spec import make_agent
+from stratagem.agents.spec import LLMOptions, is_llm, make_agent
 from stratagem.cli.config import load_config
 from stratagem.evaluation import Evaluation, count_episodes, evaluate
 from stratagem.games import get_game
@@ -25,16 +25,34 @@ class EvalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     game: str
-    agent: str
+    agent: str = "hf"
     episodes: int = Field(20, gt=0, description="episodes per opponent")
     seed: int = 0
     out: Path | None = None
     normalise: bool = False
+    temperature: float = Field(0.0, ge=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_new_tokens: int = Field(64, gt=0)
+    adapter: str | None = None
+    dtype: str = "auto"
+    fallback: str = Field("argmax", pattern="^(argmax|sample|none)$")
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    max_batch: int = Field(64, gt=0)
+    concurrency: int = Field(8, gt=0)
+    max_retries: int = Field(5, ge=0)
+    attempt_timeout: float = Field(60.0, gt=0)
+
+    def llm_options(self) -> LLMOptions:
+        return LLMOptions(**{k: getattr(self, k) for k in LLMOptions.__dataclass_fields__})
 
 
 def eval_command(
     game: str = typer.Option(None, "--game", "-g", help="Game id (see `stratagem games`)."),
-    agent: str = typer.Option(None, "--agent", "-a", help="Agent spec, e.g. strategy:TitForTat."),
+    agent: str = typer.Option(
+        None, "--agent", "-a",
+        help="strategy:NAME, hf (embedded SmolLM2), hf:MODEL_OR_PATH or openai:MODEL [hf].",
+    ),
     episodes: int = typer.Option(None, "--episodes", "-n", help="Episodes per opponent [20]."),
     seed: int = typer.Option(None, "--seed", "-s", help="Base seed [0]."),
     out: Path = typer.Option(None, "--out", "-o", help="Run folder [runs/<game>/<agent>-s<seed>]."),

@@ -15,16 +15,20 @@ from stratagem.solvers.best_response import exploitability, nash_conv
 def policy_of(agent: Agent) -> dict[str, dict[str, float]]:
     """Infoset -> {action token: probability}, as the agent reports it."""
     observations = infoset_observations()
-    decisions = agent.act(list(observations.values()))
+    batch = list(observations.values())
+    if hasattr(agent, "action_probs"):  # an LLM agent: its constrained action distribution
+        reported = agent.action_probs(batch)
+    else:
+        reported = [d.probs for d in agent.act(batch)]
     policy = {}
-    for key, decision in zip(observations, decisions, strict=True):
-        if decision.probs is None:
+    for key, probs in zip(observations, reported, strict=True):
+        if probs is None:
             raise StratagemError(
                 f"agent {agent.name} does not report action probabilities, so its exact "
                 "exploitability cannot be computed"
             )
-        total = sum(decision.probs.values())
-        policy[key] = {a: p / total for a, p in decision.probs.items()}
+        total = sum(probs.values())
+        policy[key] = {a: p / total for a, p in probs.items()}
     return policy
 
 

@@ -1,0 +1,337 @@
+"""Local transformers backend: batched generation, per-sequence action stopping, constrained
+action distributions, optional PEFT adapter (SPEC §4.2, §4.3).
+
+One ``generate`` call runs all pending chats (left padding, longest first, in chunks of
+``max_batch``). A sequence stops as soon as its last non-empty line holds a legal action and no
+``<think>`` is left open. ``choice_probs`` runs the prompt once and scores every legal action with
+a trie over its tokens: at each branching point only the children's logits survive the mask, so
+actions that share a first sub-token are told apart at their shortest distinguishing prefix.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from stratagem.agents.parsing import parse_action
+from stratagem.backends.base import Chat, Generation, Sampling
+from stratagem.backends.embedded import EMBEDDED, EMBEDDED_NAME, embedded_dir
+from stratagem.seeding import derive
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def pick_dtype(dtype: str):
+    """``auto``: bf16 where the CPU has native bf16 (AVX512-BF16/AMX) or on GPU, else fp32."""
+    torch = _torch()
+    if dtype != "auto":
+        return getattr(torch, dtype)
+    if torch.cuda.is_available():
+        return torch.bfloat16
+    return torch.bfloat16 if torch.cpu._is_avx512_bf16_supported() else torch.float32
+
+
+class HFBackend:
+    def __init__(
+        self,
+        model: str = EMBEDDED,
+        *,
+        adapter: str | None = None,
+        dtype: str = "auto",
+        max_batch: int = 64,
+        device: str | None = None,
+        prefix_reuse: bool = True,
+    ):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        torch = _torch()
+        path = str(embedded_dir()) if model == EMBEDDED else model
+        self.model_id = (EMBEDDED_NAME if model == EMBEDDED else model) + (
+            f"+{adapter}" if adapter else "")
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.dtype = pick_dtype(dtype)
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=self.dtype).to(self.device)
+        if adapter:
+            from peft import PeftModel
+
+            self.model = PeftModel.from_pretrained(self.model, adapter)
+        self.model.eval()
+        self.max_batch = max_batch
+        self.prefix_reuse = prefix_reuse
+        self._prefixes: dict[str, tuple[list[int], Any]] = {}
+
+    @classmethod
+    def from_model(cls, model: Any, tokenizer: Any, model_id: str, max_batch: int = 64) -> HFBackend:
+        """Wrap an already loaded model (a trainer's policy) without reloading it."""
+        self = cls.__new__(cls)
+        self.model, self.tokenizer, self.model_id = model, tokenizer, model_id
+        self.tokenizer.padding_side = "left"
+        self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
+        self.max_batch = max_batch
+        self.prefix_reuse = False  # a policy under training changes: never reuse stale KV
+        self._prefixes = {}
+        return self
+
+    def render(self, chat: Chat) -> str:
+        return self.tokenizer.apply_chat_template(list(chat), tokenize=False,
+                                                  add_generation_prompt=True)
+
+    def _system_prefix(self, chat: Chat) -> str | None:
+        if not self.prefix_reuse or not chat or chat[0].get("role") != "system":
+            return None
+        return self.tokenizer.apply_chat_template([dict(chat[0])], tokenize=False)
+
+    def _prefix_state(self, prefix: str) -> tuple[list[int], Any]:
+        """Token ids and KV cache of a shared system prompt, computed once and kept."""
+        if prefix not in self._prefixes:
+            torch = _torch()
+            ids = self.tokenizer(prefix, add_special_tokens=False).input_ids
+            with torch.inference_mode():
+                cache = self.model(torch.tensor([ids], device=self.device),
+                                   use_cache=True).past_key_values
+            if len(self._prefixes) >= 8:
+                self._prefixes.pop(next(iter(self._prefixes)))
+            self._prefixes[prefix] = (ids, cache)
+        return self._prefixes[prefix]
+
+    def _encode(self, chats: Sequence[Chat]) -> _Encoded:
+        """Token ids for a batch of chats. When every chat opens with the same system prompt its
+        KV cache is reused: rows are laid out [prefix][padding][rest] and only the rests are
+        computed; otherwise rows are left-padded and computed whole."""
+        torch = _torch()
+        prompts = [self.render(c) for c in chats]
+        prefixes = {self._system_prefix(c) for c in chats}
+        prefix = prefixes.pop() if len(prefixes) == 1 else None
+        if prefix is None or not all(p.startswith(prefix) for p in prompts):
+            prefix, prefix_ids, cache = "", [], None
+        else:
+            prefix_ids, shared = self._prefix_state(prefix)
+            cache = copy.deepcopy(shared)
+            cache.batch_repeat_interleave(len(chats))
+        rests = [self.tokenizer(p[len(prefix):], add_special_tokens=False).input_ids
+                 for p in prompts]
+        width = max(len(r) for r in rests)
+        pad = self.tokenizer.pad_token_id
+        ids = [prefix_ids + [pad] * (width - len(r)) + r for r in rests]
+        mask = [[1] * len(prefix_ids) + [0] * (width - len(r)) + [1] * len(r) for r in rests]
+        return _Encoded(
+            input_ids=torch.tensor(ids, device=self.device),
+            attention_mask=torch.tensor(mask, device=self.device),
+            cache=cache,
+            prefix_len=len(prefix_ids),
+            prompt_tokens=[len(prefix_ids) + len(r) for r in rests],
+            prefill_tokens=[len(r) for r in rests] if cache is not None else
+            [len(prefix_ids) + len(r) for r in rests],
+        )
+
+    def generate(self, chats: Sequence[Chat], sampling: Sampling, *, legal=None, seeds=None):
+        torch = _torch()
+        sizes = [sum(len(m["content"]) for m in c) for c in chats]
+        order = sorted(range(len(chats)), key=lambda i: -sizes[i])
+        out: list[Generation | None] = [None] * len(chats)
+        for start in range(0, len(order), self.max_batch):
+            idx = order[start:start + self.max_batch]
+            rows = [chats[i] for i in idx]
+            row_legal = [legal[i] for i in idx] if legal else None
+            seed = derive(0, *(seeds[i] for i in idx)) if seeds else 0
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed % (2**63))
+                for i, gen in zip(idx, self._generate_chunk(rows, sampling, row_legal),
+                                  strict=True):
+                    out[i] = gen
+        return out  # type: ignore[return-value]
+
+    def _generate_chunk(self, chats: list[Chat], sampling: Sampling,
+                        legal: list[tuple[str, ...]] | None) -> list[Generation]:
+        torch = _torch()
+        from transformers import StoppingCriteriaList
+
+        start = time.perf_counter()
+        enc = self._encode(chats)
+        width = enc.input_ids.shape[1]
+        stops = StoppingCriteriaList([_ActionStop(self.tokenizer, width, legal)] if legal else [])
+        kwargs: dict[str, Any] = {"do_sample": not sampling.greedy}
+        if not sampling.greedy:
+            kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p)
+        else:
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        with torch.inference_mode():
+            if enc.cache is not None:
+                kwargs["past_key_values"] = enc.cache
+            output = self.model.generate(
+                input_ids=enc.input_ids, attention_mask=enc.attention_mask,
+                max_new_tokens=sampling.max_new_tokens, stopping_criteria=stops,
+                pad_token_id=self.tokenizer.pad_token_id, **kwargs,
+            )
+        seconds = (time.perf_counter() - start) / len(chats)
+        new = output[:, width:]
+        gens = []
+        for row, n_prompt, n_prefill in zip(new, enc.prompt_tokens, enc.prefill_tokens,
+                                            strict=True):
+            ids = _strip_padding(row.tolist(), self.tokenizer)
+            text = self.tokenizer.decode(ids, skip_special_tokens=True)
+            hit_limit = len(ids) >= sampling.max_new_tokens
+            finish = "length" if hit_limit else "stop"
+            if legal is not None and parse_action(text, ("",)).reason != "empty":
+                finish = "action" if not hit_limit else finish
+            gens.append(Generation(text=text, tokens=len(ids), prompt_tokens=n_prompt,
+                                   prefill_tokens=n_prefill, finish_reason=finish,
+                                   seconds=seconds))
+        return gens
+
+    def next_token_logprobs(self, chats: Sequence[Chat]):
+        """Log-probabilities of the first answer token for each chat, batched: (B, V)."""
+        torch = _torch()
+        rows = []
+        for start in range(0, len(chats), self.max_batch):
+            enc = self._encode(chats[start:start + self.max_batch])
+            positions = (enc.attention_mask.cumsum(-1) - 1).clamp(min=0)
+            with torch.inference_mode():
+                if enc.cache is None:
+                    logits = self.model(input_ids=enc.input_ids, attention_mask=enc.attention_mask,
+                                        position_ids=positions).logits
+                else:
+                    p = enc.prefix_len
+                    logits = self.model(input_ids=enc.input_ids[:, p:],
+                                        attention_mask=enc.attention_mask,
+                                        position_ids=positions[:, p:],
+                                        past_key_values=enc.cache).logits
+            rows.append(torch.log_softmax(logits[:, -1].float(), dim=-1))
+        return torch.cat(rows)
+
+    def choice_probs(self, chats: Sequence[Chat], choices: Sequence[tuple[str, ...]]):
+        first = self.next_token_logprobs(chats)  # (B, V)
+        out = []
+        for i, (chat, cs) in enumerate(zip(chats, choices, strict=True)):
+            token_ids = [self.tokenizer(c, add_special_tokens=False).input_ids for c in cs]
+            trie = _Trie.build(token_ids)
+            if trie.branch_depth == 0:  # told apart by their first sub-token: no extra pass
+                scores = [trie.score(ids, (first[i],)) for ids in token_ids]
+                total = sum(scores)
+                out.append({c: s / total for c, s in zip(cs, scores, strict=True)})
+            else:
+                out.append(self._choice_probs(self.render(chat), cs))
+        return out
+
+    def _choice_probs(self, prompt: str, choices: tuple[str, ...]) -> dict[str, float]:
+        """Choices that share leading sub-tokens: teacher-force every choice's tokens after the
+        prompt in one batch and multiply the masked probabilities at each branching point."""
+        torch = _torch()
+        token_ids = [self.tokenizer(c, add_special_tokens=False).input_ids for c in choices]
+        trie = _Trie.build(token_ids)
+        prompt_ids = self.tokenizer(prompt, return_tensors="pt",
+                                    add_special_tokens=False).input_ids.to(self.device)
+        depth = trie.depth
+        # teacher-force every choice's distinguishing prefix after the prompt in one batch
+        with torch.inference_mode():
+            out = self.model(prompt_ids, use_cache=True)
+            first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)  # (V,)
+            logps = [first] * len(choices)
+            if depth > 1:
+                cont = [ids[: depth - 1] + [ids[-1]] * (depth - 1 - len(ids[: depth - 1]))
+                        for ids in token_ids]
+                batch = torch.tensor(cont, device=self.device)  # (C, depth-1)
+                cache = out.past_key_values
+                cache.batch_repeat_interleave(len(choices))
+                mask = torch.ones(len(choices), prompt_ids.shape[1] + batch.shape[1],
+                                  dtype=torch.long, device=self.device)
+                deeper = self.model(batch, past_key_values=cache, attention_mask=mask)
+                deep_logps = torch.log_softmax(deeper.logits.float(), dim=-1)  # (C, depth-1, V)
+                logps = [(first, *deep_logps[c]) for c in range(len(choices))]
+            else:
+                logps = [(first,) for _ in choices]
+        scores = [trie.score(ids, lp) for ids, lp in zip(token_ids, logps, strict=True)]
+        total = sum(scores)
+        return {c: s / total for c, s in zip(choices, scores, strict=True)}
+
+
+@dataclass
+class _Encoded:
+    input_ids: Any  # (B, P + W): [prefix][padding][rest] or left-padded whole prompts
+    attention_mask: Any  # (B, P + W)
+    cache: Any  # KV cache of the shared prefix, repeated B times, or None
+    prefix_len: int
+    prompt_tokens: list[int]
+    prefill_tokens: list[int]
+
+
+@dataclass
+class _Trie:
+    children: dict[int, _Trie]
+    leaf: bool = False
+
+    @classmethod
+    def build(cls, sequences: list[list[int]]) -> _Trie:
+        root = cls({})
+        for seq in sequences:
+            node = root
+            for t in seq:
+                node = node.children.setdefault(t, cls({}))
+            node.leaf = True
+        return root
+
+    @property
+    def branch_depth(self) -> int:
+        """The deepest level (root = 0) at which the trie branches; -1 if it never does."""
+        deepest = 0 if len(self.children) > 1 else -1
+        for child in self.children.values():
+            d = child.branch_depth
+            if d >= 0:
+                deepest = max(deepest, d + 1)
+        return deepest
+
+    @property
+    def depth(self) -> int:
+        return 1 + max((c.depth for c in self.children.values()), default=0) if self.children else 0
+
+    def score(self, ids: list[int], logps) -> float:
+        """Π over branching points on the path of softmax restricted to the children."""
+        torch = _torch()
+        node, p = self, 1.0
+        for pos, t in enumerate(ids):
+            if len(node.children) > 1:
+                kids = list(node.children)
+                restricted = torch.softmax(logps[pos][kids], dim=-1)
+                p *= float(restricted[kids.index(t)])
+            node = node.children[t]
+            if len(node.children) == 0:
+                break
+        return p
+
+
+class _ActionStop:
+    """Per-sequence stop: the last non-empty line holds a legal action, no ``<think>`` open."""
+
+    def __init__(self, tokenizer, prompt_width: int, legal: list[tuple[str, ...]]):
+        self.tokenizer = tokenizer
+        self.width = prompt_width
+        self.legal = legal
+
+    def __call__(self, input_ids, scores, **kwargs):
+        torch = _torch()
+        done = []
+        for row, legal in zip(input_ids, self.legal, strict=True):
+            text = self.tokenizer.decode(row[self.width:], skip_special_tokens=True)
+            done.append(parse_action(text, legal).token is not None)
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+
+def _strip_padding(ids: list[int], tokenizer) -> list[int]:
+    """Generated ids up to (not including) the first pad/eos token."""
+    stop = {tokenizer.pad_token_id, tokenizer.eos_token_id}
+    for i, t in enumerate(ids):
+        if t in stop:
+            return ids[:i]
+    return ids
