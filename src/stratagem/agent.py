@@ -28,6 +28,7 @@ class Decision(Generic[A]):
     tokens: int = 0  # generated tokens
     seconds: float = 0.0
     info: Mapping[str, Any] | None = None  # backend facts (prompt tokens, retries, cache hits)
+    error: str | None = None  # the backend failed for this decision: its episode ends as an error
 
 
 class Agent(Protocol):

@@ -108,7 +108,7 @@ def evaluate(
             on_finish=on_episode,
         ):
             writer.write(trace)
-            errors += trace.status == "error"
+            errors += trace.status != "complete"
     traces = read_traces(run.traces_path)
     result = _result(game, agent, traces, normalise, run.path)
     result.errors = errors

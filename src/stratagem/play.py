@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from stratagem.agent import Agent, Decision
-from stratagem.errors import GameError
+from stratagem.errors import GameError, StratagemError
 from stratagem.game import Game, Observation, RoundResult, Seat, State
 from stratagem.trace import DecisionRecord, Trace
 
@@ -48,8 +48,10 @@ def play(
 ) -> Iterator[Trace]:
     """Play ``episodes`` with at most ``max_live`` in flight; yield each trace as it finishes.
 
-    Episodes whose id is in ``skip`` are not played (resume). With ``on_error="record"`` an agent
-    that raises ends the episodes of its batch as ``status="error"`` traces instead of stopping.
+    Episodes whose id is in ``skip`` are not played (resume). A decision that carries an
+    ``error`` (the backend gave up on it) ends its episode as an ``error``/``timeout`` trace. With
+    ``on_error="record"`` an agent that raises ends the episodes of its batch the same way, except
+    for ``StratagemError``s, which always stop the run.
     """
     skip = set(skip)
     pending = (spec for spec in episodes if spec.episode_id not in skip)
@@ -84,29 +86,39 @@ def _tick(game: Game, live: list[_Live], on_error: str) -> None:
             agent = ep.spec.agents[seat]
             groups.setdefault(id(agent), (agent, []))[1].append((ep, ep.state.observe(seat)))
     for agent, items in groups.values():
-        batch = [obs for _, obs in items]
-        try:
-            decisions = agent.act(batch)
-            if len(decisions) != len(batch):
-                raise GameError(
-                    f"agent {agent.name} returned {len(decisions)} decisions "
-                    f"for {len(batch)} observations"
-                )
-        except Exception as exc:
-            if on_error == "raise":
-                raise
-            for ep, _ in items:
-                ep.error = f"{type(exc).__name__}: {exc}"
-            continue
-        for (ep, obs), decision in zip(items, decisions, strict=True):
-            ep.decisions.append(_record(game, agent, obs, decision))
-            ep.pending[obs.seat] = decision.action
+        _dispatch(game, agent, items, on_error)
     for ep in live:
         if ep.error is None and ep.pending and len(ep.pending) == len(ep.state.to_act()):
             result = ep.state.apply(ep.pending)
             ep.pending = {}
             if result is not None:
                 ep.rounds.append(result)
+
+
+def _dispatch(
+    game: Game, agent: Agent, items: list[tuple[_Live, Observation]], on_error: str
+) -> None:
+    """One batched ``act`` call for every observation waiting for ``agent``."""
+    batch = [obs for _, obs in items]
+    try:
+        decisions = agent.act(batch)
+        if len(decisions) != len(batch):
+            raise GameError(
+                f"agent {agent.name} returned {len(decisions)} decisions "
+                f"for {len(batch)} observations"
+            )
+    except Exception as exc:
+        if on_error == "raise" or isinstance(exc, StratagemError):
+            raise  # our own errors (a bad key, a broken rule) stop the run
+        for ep, _ in items:
+            ep.error = f"{type(exc).__name__}: {exc}"
+        return
+    for (ep, obs), decision in zip(items, decisions, strict=True):
+        ep.decisions.append(_record(game, agent, obs, decision))
+        if decision.error is not None:
+            ep.error = decision.error
+        else:
+            ep.pending[obs.seat] = decision.action
 
 
 def _record(game: Game, agent: Agent, obs: Observation, d: Decision) -> DecisionRecord:
@@ -139,7 +151,9 @@ def _finish(game: Game, ep: _Live) -> Trace:
         decisions=tuple(ep.decisions),
         scenario=ep.state.scenario(),
         meta=dict(spec.meta),
-        status="error" if ep.error else "complete",
+        status=("timeout" if ep.error.startswith("timeout") else "error")
+        if ep.error
+        else "complete",
         error=ep.error,
     )
 

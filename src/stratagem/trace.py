@@ -22,6 +22,7 @@ from stratagem.game import RoundResult, Seat
 
 SCHEMA_VERSION = 1
 TraceStatus = Literal["complete", "error", "timeout", "limit"]
+RETRY_STATUSES = ("error", "timeout")  # dropped on resume, so those episodes run again
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +143,7 @@ class TraceWriter:
         keep: list[bytes] = []
         for line in data[:end].splitlines():
             record = json.loads(line)
-            if record.get("status", "complete") == "error":
+            if record.get("status", "complete") in RETRY_STATUSES:
                 self.dropped_errors += 1
                 continue
             if record["episode_id"] in self.done:
@@ -157,7 +158,7 @@ class TraceWriter:
     def write(self, trace: Trace) -> None:
         self._file.write(trace.to_json() + "\n")
         self._file.flush()
-        if trace.status != "error":
+        if trace.status not in RETRY_STATUSES:
             self.done.add(trace.episode_id)
         now = time.monotonic()
         if now - self._last_sync >= self.fsync_seconds:

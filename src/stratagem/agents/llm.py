@@ -50,11 +50,14 @@ class LLMAgent:
         gens = self.backend.generate(
             chats, self.sampling, legal=[o.legal for o in batch], seeds=[o.seed for o in batch]
         )
-        tokens: list[str | None] = [parse_action(g.text, o.legal).token for g, o in
-                                    zip(gens, batch, strict=True)]
+        tokens: list[str | None] = [
+            parse_action(g.text, o.legal).token for g, o in zip(gens, batch, strict=True)
+        ]
         statuses = ["ok" if t else "failed" for t in tokens]
         probs: list[dict[str, float] | None] = [None] * len(batch)
-        missing = [i for i, t in enumerate(tokens) if t is None]
+        missing = [
+            i for i, t in enumerate(tokens) if t is None and gens[i].finish_reason != "error"
+        ]
         if missing and self.fallback != "none":
             asks = [_fallback_chat(chats[i], gens[i], batch[i]) for i in missing]
             dists = self.backend.choice_probs(asks, [batch[i].legal for i in missing])
@@ -66,15 +69,18 @@ class LLMAgent:
         decisions = []
         for i, (obs, gen) in enumerate(zip(batch, gens, strict=True)):
             token = tokens[i] or random.Random(obs.seed).choice(obs.legal)
-            decisions.append(Decision(
-                action=self.game.parse(token, obs.legal),
-                text=gen.text,
-                status=statuses[i],  # type: ignore[arg-type]
-                probs=probs[i],
-                tokens=gen.tokens,
-                seconds=seconds,
-                info=_info(gen),
-            ))
+            decisions.append(
+                Decision(
+                    action=self.game.parse(token, obs.legal),
+                    text=gen.text,
+                    status=statuses[i],  # type: ignore[arg-type]
+                    probs=probs[i],
+                    tokens=gen.tokens,
+                    seconds=seconds,
+                    info=_info(gen),
+                    error=gen.info.get("error") if gen.finish_reason == "error" else None,
+                )
+            )
         return decisions
 
     def action_probs(self, batch: Sequence[Observation]) -> list[dict[str, float]]:

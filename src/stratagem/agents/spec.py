@@ -59,8 +59,9 @@ def make_agent(spec: str, game: Game | str, options: LLMOptions | None = None) -
         raise UnknownNameError("agent kind", kind, KINDS)
     if kind == "strategy":
         if not arg:
-            raise ConfigError(f"agent {spec!r} needs a name after 'strategy:', e.g. "
-                              "strategy:TitForTat")
+            raise ConfigError(
+                f"agent {spec!r} needs a name after 'strategy:', e.g. strategy:TitForTat"
+            )
         return get_strategy(game.name, arg)
     options = options or LLMOptions()
     from stratagem.agents.llm import LLMAgent
@@ -68,8 +69,12 @@ def make_agent(spec: str, game: Game | str, options: LLMOptions | None = None) -
     if kind == "hf":
         from stratagem.backends.hf import HFBackend
 
-        backend = HFBackend(arg or "embedded", adapter=options.adapter, dtype=options.dtype,
-                            max_batch=options.max_batch)
+        backend = HFBackend(
+            arg or "embedded",
+            adapter=options.adapter,
+            dtype=options.dtype,
+            max_batch=options.max_batch,
+        )
     else:
         if not arg:
             raise ConfigError("agent 'openai:' needs a model name, e.g. openai:gpt-4o-mini")

@@ -49,12 +49,14 @@ class Backend(Protocol):
         seeds: Sequence[int] | None = None,
     ) -> list[Generation]:
         """One completion per chat. With ``legal`` a backend may stop a sequence as soon as its
-        last non-empty line holds a legal action (SPEC §4.1)."""
+        last non-empty line holds a legal action (SPEC §4.1).
+        """
         ...
 
     def choice_probs(
         self, chats: Sequence[Chat], choices: Sequence[tuple[str, ...]]
     ) -> list[dict[str, float]]:
         """For each chat, the distribution over its choices at the start of the assistant's
-        answer, with every other continuation masked out (SPEC §4.3)."""
+        answer, with every other continuation masked out (SPEC §4.3).
+        """
         ...

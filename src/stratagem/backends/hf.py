@@ -54,7 +54,8 @@ class HFBackend:
         torch = _torch()
         path = str(embedded_dir()) if model == EMBEDDED else model
         self.model_id = (EMBEDDED_NAME if model == EMBEDDED else model) + (
-            f"+{adapter}" if adapter else "")
+            f"+{adapter}" if adapter else ""
+        )
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.dtype = pick_dtype(dtype)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
@@ -72,7 +73,9 @@ class HFBackend:
         self._prefixes: dict[str, tuple[list[int], Any]] = {}
 
     @classmethod
-    def from_model(cls, model: Any, tokenizer: Any, model_id: str, max_batch: int = 64) -> HFBackend:
+    def from_model(
+        cls, model: Any, tokenizer: Any, model_id: str, max_batch: int = 64
+    ) -> HFBackend:
         """Wrap an already loaded model (a trainer's policy) without reloading it."""
         self = cls.__new__(cls)
         self.model, self.tokenizer, self.model_id = model, tokenizer, model_id
@@ -85,8 +88,9 @@ class HFBackend:
         return self
 
     def render(self, chat: Chat) -> str:
-        return self.tokenizer.apply_chat_template(list(chat), tokenize=False,
-                                                  add_generation_prompt=True)
+        return self.tokenizer.apply_chat_template(
+            list(chat), tokenize=False, add_generation_prompt=True
+        )
 
     def _system_prefix(self, chat: Chat) -> str | None:
         if not self.prefix_reuse or not chat or chat[0].get("role") != "system":
@@ -99,8 +103,9 @@ class HFBackend:
             torch = _torch()
             ids = self.tokenizer(prefix, add_special_tokens=False).input_ids
             with torch.inference_mode():
-                cache = self.model(torch.tensor([ids], device=self.device),
-                                   use_cache=True).past_key_values
+                cache = self.model(
+                    torch.tensor([ids], device=self.device), use_cache=True
+                ).past_key_values
             if len(self._prefixes) >= 8:
                 self._prefixes.pop(next(iter(self._prefixes)))
             self._prefixes[prefix] = (ids, cache)
@@ -109,7 +114,8 @@ class HFBackend:
     def _encode(self, chats: Sequence[Chat]) -> _Encoded:
         """Token ids for a batch of chats. When every chat opens with the same system prompt its
         KV cache is reused: rows are laid out [prefix][padding][rest] and only the rests are
-        computed; otherwise rows are left-padded and computed whole."""
+        computed; otherwise rows are left-padded and computed whole.
+        """
         torch = _torch()
         prompts = [self.render(c) for c in chats]
         prefixes = {self._system_prefix(c) for c in chats}
@@ -120,8 +126,9 @@ class HFBackend:
             prefix_ids, shared = self._prefix_state(prefix)
             cache = copy.deepcopy(shared)
             cache.batch_repeat_interleave(len(chats))
-        rests = [self.tokenizer(p[len(prefix):], add_special_tokens=False).input_ids
-                 for p in prompts]
+        rests = [
+            self.tokenizer(p[len(prefix) :], add_special_tokens=False).input_ids for p in prompts
+        ]
         width = max(len(r) for r in rests)
         pad = self.tokenizer.pad_token_id
         ids = [prefix_ids + [pad] * (width - len(r)) + r for r in rests]
@@ -132,8 +139,9 @@ class HFBackend:
             cache=cache,
             prefix_len=len(prefix_ids),
             prompt_tokens=[len(prefix_ids) + len(r) for r in rests],
-            prefill_tokens=[len(r) for r in rests] if cache is not None else
-            [len(prefix_ids) + len(r) for r in rests],
+            prefill_tokens=[len(r) for r in rests]
+            if cache is not None
+            else [len(prefix_ids) + len(r) for r in rests],
         )
 
     def generate(self, chats: Sequence[Chat], sampling: Sampling, *, legal=None, seeds=None):
@@ -142,19 +150,21 @@ class HFBackend:
         order = sorted(range(len(chats)), key=lambda i: -sizes[i])
         out: list[Generation | None] = [None] * len(chats)
         for start in range(0, len(order), self.max_batch):
-            idx = order[start:start + self.max_batch]
+            idx = order[start : start + self.max_batch]
             rows = [chats[i] for i in idx]
             row_legal = [legal[i] for i in idx] if legal else None
             seed = derive(0, *(seeds[i] for i in idx)) if seeds else 0
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed % (2**63))
-                for i, gen in zip(idx, self._generate_chunk(rows, sampling, row_legal),
-                                  strict=True):
+                for i, gen in zip(
+                    idx, self._generate_chunk(rows, sampling, row_legal), strict=True
+                ):
                     out[i] = gen
         return out  # type: ignore[return-value]
 
-    def _generate_chunk(self, chats: list[Chat], sampling: Sampling,
-                        legal: list[tuple[str, ...]] | None) -> list[Generation]:
+    def _generate_chunk(
+        self, chats: list[Chat], sampling: Sampling, legal: list[tuple[str, ...]] | None
+    ) -> list[Generation]:
         torch = _torch()
         from transformers import StoppingCriteriaList
 
@@ -171,24 +181,35 @@ class HFBackend:
             if enc.cache is not None:
                 kwargs["past_key_values"] = enc.cache
             output = self.model.generate(
-                input_ids=enc.input_ids, attention_mask=enc.attention_mask,
-                max_new_tokens=sampling.max_new_tokens, stopping_criteria=stops,
-                pad_token_id=self.tokenizer.pad_token_id, **kwargs,
+                input_ids=enc.input_ids,
+                attention_mask=enc.attention_mask,
+                max_new_tokens=sampling.max_new_tokens,
+                stopping_criteria=stops,
+                pad_token_id=self.tokenizer.pad_token_id,
+                **kwargs,
             )
         seconds = (time.perf_counter() - start) / len(chats)
         new = output[:, width:]
         gens = []
-        for row, n_prompt, n_prefill in zip(new, enc.prompt_tokens, enc.prefill_tokens,
-                                            strict=True):
+        for row, n_prompt, n_prefill in zip(
+            new, enc.prompt_tokens, enc.prefill_tokens, strict=True
+        ):
             ids = _strip_padding(row.tolist(), self.tokenizer)
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
             hit_limit = len(ids) >= sampling.max_new_tokens
             finish = "length" if hit_limit else "stop"
             if legal is not None and parse_action(text, ("",)).reason != "empty":
                 finish = "action" if not hit_limit else finish
-            gens.append(Generation(text=text, tokens=len(ids), prompt_tokens=n_prompt,
-                                   prefill_tokens=n_prefill, finish_reason=finish,
-                                   seconds=seconds))
+            gens.append(
+                Generation(
+                    text=text,
+                    tokens=len(ids),
+                    prompt_tokens=n_prompt,
+                    prefill_tokens=n_prefill,
+                    finish_reason=finish,
+                    seconds=seconds,
+                )
+            )
         return gens
 
     def next_token_logprobs(self, chats: Sequence[Chat]):
@@ -196,18 +217,23 @@ class HFBackend:
         torch = _torch()
         rows = []
         for start in range(0, len(chats), self.max_batch):
-            enc = self._encode(chats[start:start + self.max_batch])
+            enc = self._encode(chats[start : start + self.max_batch])
             positions = (enc.attention_mask.cumsum(-1) - 1).clamp(min=0)
             with torch.inference_mode():
                 if enc.cache is None:
-                    logits = self.model(input_ids=enc.input_ids, attention_mask=enc.attention_mask,
-                                        position_ids=positions).logits
+                    logits = self.model(
+                        input_ids=enc.input_ids,
+                        attention_mask=enc.attention_mask,
+                        position_ids=positions,
+                    ).logits
                 else:
                     p = enc.prefix_len
-                    logits = self.model(input_ids=enc.input_ids[:, p:],
-                                        attention_mask=enc.attention_mask,
-                                        position_ids=positions[:, p:],
-                                        past_key_values=enc.cache).logits
+                    logits = self.model(
+                        input_ids=enc.input_ids[:, p:],
+                        attention_mask=enc.attention_mask,
+                        position_ids=positions[:, p:],
+                        past_key_values=enc.cache,
+                    ).logits
             rows.append(torch.log_softmax(logits[:, -1].float(), dim=-1))
         return torch.cat(rows)
 
@@ -227,12 +253,14 @@ class HFBackend:
 
     def _choice_probs(self, prompt: str, choices: tuple[str, ...]) -> dict[str, float]:
         """Choices that share leading sub-tokens: teacher-force every choice's tokens after the
-        prompt in one batch and multiply the masked probabilities at each branching point."""
+        prompt in one batch and multiply the masked probabilities at each branching point.
+        """
         torch = _torch()
         token_ids = [self.tokenizer(c, add_special_tokens=False).input_ids for c in choices]
         trie = _Trie.build(token_ids)
-        prompt_ids = self.tokenizer(prompt, return_tensors="pt",
-                                    add_special_tokens=False).input_ids.to(self.device)
+        prompt_ids = self.tokenizer(
+            prompt, return_tensors="pt", add_special_tokens=False
+        ).input_ids.to(self.device)
         depth = trie.depth
         # teacher-force every choice's distinguishing prefix after the prompt in one batch
         with torch.inference_mode():
@@ -240,13 +268,19 @@ class HFBackend:
             first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)  # (V,)
             logps = [first] * len(choices)
             if depth > 1:
-                cont = [ids[: depth - 1] + [ids[-1]] * (depth - 1 - len(ids[: depth - 1]))
-                        for ids in token_ids]
+                cont = [
+                    ids[: depth - 1] + [ids[-1]] * (depth - 1 - len(ids[: depth - 1]))
+                    for ids in token_ids
+                ]
                 batch = torch.tensor(cont, device=self.device)  # (C, depth-1)
                 cache = out.past_key_values
                 cache.batch_repeat_interleave(len(choices))
-                mask = torch.ones(len(choices), prompt_ids.shape[1] + batch.shape[1],
-                                  dtype=torch.long, device=self.device)
+                mask = torch.ones(
+                    len(choices),
+                    prompt_ids.shape[1] + batch.shape[1],
+                    dtype=torch.long,
+                    device=self.device,
+                )
                 deeper = self.model(batch, past_key_values=cache, attention_mask=mask)
                 deep_logps = torch.log_softmax(deeper.logits.float(), dim=-1)  # (C, depth-1, V)
                 logps = [(first, *deep_logps[c]) for c in range(len(choices))]
@@ -323,7 +357,7 @@ class _ActionStop:
         torch = _torch()
         done = []
         for row, legal in zip(input_ids, self.legal, strict=True):
-            text = self.tokenizer.decode(row[self.width:], skip_special_tokens=True)
+            text = self.tokenizer.decode(row[self.width :], skip_special_tokens=True)
             done.append(parse_action(text, legal).token is not None)
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 

@@ -50,13 +50,23 @@ class EvalConfig(BaseModel):
 def eval_command(
     game: str = typer.Option(None, "--game", "-g", help="Game id (see `stratagem games`)."),
     agent: str = typer.Option(
-        None, "--agent", "-a",
+        None,
+        "--agent",
+        "-a",
         help="strategy:NAME, hf (embedded SmolLM2), hf:MODEL_OR_PATH or openai:MODEL [hf].",
     ),
     episodes: int = typer.Option(None, "--episodes", "-n", help="Episodes per opponent [20]."),
     seed: int = typer.Option(None, "--seed", "-s", help="Base seed [0]."),
     out: Path = typer.Option(None, "--out", "-o", help="Run folder [runs/<game>/<agent>-s<seed>]."),
     normalise: bool = typer.Option(None, "--normalise/--raw", help="Scale payoffs by 3/reference."),
+    temperature: float = typer.Option(None, help="Sampling temperature; 0 is greedy [0]."),
+    max_new_tokens: int = typer.Option(None, help="Generated tokens per decision [64]."),
+    adapter: str = typer.Option(None, help="PEFT adapter folder for an hf model."),
+    base_url: str = typer.Option(None, help="OpenAI-compatible endpoint for openai:MODEL."),
+    concurrency: int = typer.Option(None, help="Requests in flight for openai [8]."),
+    max_retries: int = typer.Option(None, help="Retries per request for openai [5]."),
+    attempt_timeout: float = typer.Option(None, help="Seconds per request attempt [60]."),
+    max_batch: int = typer.Option(None, help="Sequences per hf generate call [64]."),
     new_run: bool = typer.Option(False, "--new-run", help="Start a fresh folder, never resume."),
     config: Path = typer.Option(None, "--config", "-c", help="YAML or TOML file of settings."),
 ) -> None:
@@ -70,21 +80,33 @@ def eval_command(
         seed=seed,
         out=out,
         normalise=normalise,
+        temperature=temperature,
+        max_new_tokens=max_new_tokens,
+        adapter=adapter,
+        base_url=base_url,
+        concurrency=concurrency,
+        max_retries=max_retries,
+        attempt_timeout=attempt_timeout,
+        max_batch=max_batch,
     )
     the_game = get_game(cfg.game)
-    the_agent = make_agent(cfg.agent, cfg.game)
+    options = cfg.llm_options()
+    the_agent = make_agent(cfg.agent, the_game, options)
+    extra: dict = {"agent_spec": cfg.agent}
+    if is_llm(cfg.agent):
+        extra["llm"] = options.fingerprint()
+        extra["model_id"] = the_agent.backend.model_id  # type: ignore[attr-defined]
     folder = cfg.out or default_out(cfg)
     if new_run:
         folder = folder.with_name(folder.name + time.strftime("-%Y%m%d-%H%M%S"))
     total = count_episodes(the_game, cfg.episodes)
-    with Progress(
+    columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task(f"{cfg.game} · {the_agent.name}", total=total)
         result = evaluate(
             the_game,
@@ -93,6 +115,7 @@ def eval_command(
             seed=cfg.seed,
             normalise=cfg.normalise,
             out=folder,
+            fingerprint_extra=extra,
             on_episode=lambda _: progress.advance(task),
         )
     print_evaluation(result)
