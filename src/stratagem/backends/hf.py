@@ -19,6 +19,7 @@ from typing import Any
 from stratagem.agents.parsing import parse_action
 from stratagem.backends.base import Chat, Generation, Sampling
 from stratagem.backends.embedded import EMBEDDED, EMBEDDED_NAME, embedded_dir
+from stratagem.backends.prefix_cache import PrefixStore
 from stratagem.seeding import derive
 
 
@@ -70,7 +71,7 @@ class HFBackend:
         self.model.eval()
         self.max_batch = max_batch
         self.prefix_reuse = prefix_reuse
-        self._prefixes: dict[str, tuple[list[int], Any]] = {}
+        self.store = PrefixStore(max_entries=2 * max_batch)
 
     @classmethod
     def from_model(
@@ -84,7 +85,7 @@ class HFBackend:
         self.dtype = next(model.parameters()).dtype
         self.max_batch = max_batch
         self.prefix_reuse = False  # a policy under training changes: never reuse stale KV
-        self._prefixes = {}
+        self.store = PrefixStore(max_entries=2 * max_batch)
         return self
 
     def render(self, chat: Chat) -> str:
@@ -92,57 +93,88 @@ class HFBackend:
             list(chat), tokenize=False, add_generation_prompt=True
         )
 
-    def _system_prefix(self, chat: Chat) -> str | None:
-        if not self.prefix_reuse or not chat or chat[0].get("role") != "system":
-            return None
-        return self.tokenizer.apply_chat_template([dict(chat[0])], tokenize=False)
-
-    def _prefix_state(self, prefix: str) -> tuple[list[int], Any]:
-        """Token ids and KV cache of a shared system prompt, computed once and kept."""
-        if prefix not in self._prefixes:
-            torch = _torch()
-            ids = self.tokenizer(prefix, add_special_tokens=False).input_ids
-            with torch.inference_mode():
-                cache = self.model(
-                    torch.tensor([ids], device=self.device), use_cache=True
-                ).past_key_values
-            if len(self._prefixes) >= 8:
-                self._prefixes.pop(next(iter(self._prefixes)))
-            self._prefixes[prefix] = (ids, cache)
-        return self._prefixes[prefix]
+    def _tokenize(self, chat: Chat) -> list[int]:
+        """Prompt ids, tokenized as system turn + the rest so token boundaries stay stable."""
+        prompt = self.render(chat)
+        head = ""
+        if chat and chat[0].get("role") == "system":
+            head = self.tokenizer.apply_chat_template([dict(chat[0])], tokenize=False)
+            if not prompt.startswith(head):
+                head = ""
+        ids = self.tokenizer(head, add_special_tokens=False).input_ids if head else []
+        return ids + self.tokenizer(prompt[len(head) :], add_special_tokens=False).input_ids
 
     def _encode(self, chats: Sequence[Chat]) -> _Encoded:
-        """Token ids for a batch of chats. When every chat opens with the same system prompt its
-        KV cache is reused: rows are laid out [prefix][padding][rest] and only the rests are
-        computed; otherwise rows are left-padded and computed whole.
+        """Token ids and, with prefix reuse, the cached KV of each row's longest known prefix.
+
+        Rows are laid out ``[left padding][cached prefix][middle padding][new tokens]``: the
+        attention mask hides both paddings and position ids follow the mask, so only the new
+        tokens are computed. Without reuse rows are plainly left-padded.
         """
         torch = _torch()
-        prompts = [self.render(c) for c in chats]
-        prefixes = {self._system_prefix(c) for c in chats}
-        prefix = prefixes.pop() if len(prefixes) == 1 else None
-        if prefix is None or not all(p.startswith(prefix) for p in prompts):
-            prefix, prefix_ids, cache = "", [], None
-        else:
-            prefix_ids, shared = self._prefix_state(prefix)
-            cache = copy.deepcopy(shared)
-            cache.batch_repeat_interleave(len(chats))
-        rests = [
-            self.tokenizer(p[len(prefix) :], add_special_tokens=False).input_ids for p in prompts
-        ]
-        width = max(len(r) for r in rests)
+        rows = [self._tokenize(c) for c in chats]
+        hits = [self.store.longest(r) if self.prefix_reuse else (0, None) for r in rows]
+        reused = max(n for n, _ in hits)
+        rests = [r[n:] for r, (n, _) in zip(rows, hits, strict=True)]
+        width = max(len(x) for x in rests)
         pad = self.tokenizer.pad_token_id
-        ids = [prefix_ids + [pad] * (width - len(r)) + r for r in rests]
-        mask = [[1] * len(prefix_ids) + [0] * (width - len(r)) + [1] * len(r) for r in rests]
+        ids, mask = [], []
+        for row, (n, _), rest in zip(rows, hits, rests, strict=True):
+            ids.append([pad] * (reused - n) + row[:n] + [pad] * (width - len(rest)) + rest)
+            mask.append([0] * (reused - n) + [1] * n + [0] * (width - len(rest)) + [1] * len(rest))
+        cache = self._batch_cache(hits, reused) if reused else None
         return _Encoded(
             input_ids=torch.tensor(ids, device=self.device),
             attention_mask=torch.tensor(mask, device=self.device),
             cache=cache,
-            prefix_len=len(prefix_ids),
-            prompt_tokens=[len(prefix_ids) + len(r) for r in rests],
-            prefill_tokens=[len(r) for r in rests]
-            if cache is not None
-            else [len(prefix_ids) + len(r) for r in rests],
+            prefix_len=reused,
+            prompt_tokens=[len(r) for r in rows],
+            prefill_tokens=[len(x) for x in rests],
+            rows=rows,
         )
+
+    def _batch_cache(self, hits: list[tuple[int, Any]], reused: int):
+        """A DynamicCache of the rows' reused prefixes, left-padded to ``reused`` tokens."""
+        torch = _torch()
+        from transformers import DynamicCache
+
+        n_layers = self.model.config.num_hidden_layers
+        layers = []
+        for layer in range(n_layers):
+            keys, values = [], []
+            for n, stored in hits:
+                k, v = stored[layer] if stored is not None else self._empty_kv(layer)
+                k, v = k[:, :n], v[:, :n]
+                gap = reused - n
+                if gap:
+                    k = torch.nn.functional.pad(k, (0, 0, gap, 0))
+                    v = torch.nn.functional.pad(v, (0, 0, gap, 0))
+                keys.append(k)
+                values.append(v)
+            layers.append((torch.stack(keys), torch.stack(values)))
+        return DynamicCache(layers, config=self.model.config)
+
+    def _empty_kv(self, layer: int):
+        torch = _torch()
+        cfg = self.model.config
+        heads = getattr(cfg, "num_key_value_heads", cfg.num_attention_heads)
+        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        empty = torch.zeros(heads, 0, head_dim, dtype=self.dtype, device=self.device)
+        return empty, empty
+
+    def _remember(self, enc: _Encoded, cache) -> None:
+        """Store each row's prompt KV (taken from the cache generate filled) for later turns."""
+        if not self.prefix_reuse:
+            return
+        torch = _torch()
+        width = enc.input_ids.shape[1]
+        for i, row in enumerate(enc.rows):
+            idx = torch.nonzero(enc.attention_mask[i, :width]).squeeze(1)
+            layers = [
+                (layer.keys[i][:, idx].clone(), layer.values[i][:, idx].clone())
+                for layer in cache.layers
+            ]
+            self.store.add(row, layers)
 
     def generate(self, chats: Sequence[Chat], sampling: Sampling, *, legal=None, seeds=None):
         torch = _torch()
@@ -180,14 +212,17 @@ class HFBackend:
         with torch.inference_mode():
             if enc.cache is not None:
                 kwargs["past_key_values"] = enc.cache
-            output = self.model.generate(
+            result = self.model.generate(
                 input_ids=enc.input_ids,
                 attention_mask=enc.attention_mask,
                 max_new_tokens=sampling.max_new_tokens,
                 stopping_criteria=stops,
                 pad_token_id=self.tokenizer.pad_token_id,
+                return_dict_in_generate=True,
                 **kwargs,
             )
+            self._remember(enc, result.past_key_values)
+        output = result.sequences
         seconds = (time.perf_counter() - start) / len(chats)
         new = output[:, width:]
         gens = []
@@ -299,6 +334,7 @@ class _Encoded:
     prefix_len: int
     prompt_tokens: list[int]
     prefill_tokens: list[int]
+    rows: list[list[int]]
 
 
 @dataclass

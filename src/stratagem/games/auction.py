@@ -60,7 +60,7 @@ class AuctionView:
 @GAMES
 class Auction(SimultaneousGame[Bid, AuctionView, Values]):
     name = "auction"
-    version = 1
+    version = 2
     rounds = ROUNDS
     payoff_bounds = (-1.0, 3.0)  # winning at HIGH with value 2 costs 1
     reference_payoff = 0.375  # expected per-round payoff of Truthful against Truthful
@@ -110,9 +110,10 @@ class Auction(SimultaneousGame[Bid, AuctionView, Values]):
         return inefficiency(tuple(result.info["values"]), bids)
 
     def render(self, view: AuctionView) -> str:
-        lines = [f"Round {view.round + 1} of {view.rounds}. The item is worth {view.value} to you."]
-        if view.mine:
-            lines.append("History so far (your worth; your bid vs their bid; your earnings):")
+        lines = ["History so far (your worth; your bid vs their bid; your earnings):"]
+        if not view.mine:
+            lines.append("No rounds have been played yet.")
+        else:
             for i, (m, t) in enumerate(zip(view.mine, view.theirs, strict=True)):
                 value = view.my_values[i]
                 mine_p = round_payoffs((value, value), (m, t))[0]  # own payoff needs own value only
@@ -122,5 +123,8 @@ class Auction(SimultaneousGame[Bid, AuctionView, Values]):
                 lines.append(
                     f"Round {i + 1}: worth {value}; you {m} vs {t}; {outcome}, +{mine_p:g}"
                 )
-        lines.append("Choose LOW, MEDIUM or HIGH.")
+        lines.append(
+            f"Round {view.round + 1} of {view.rounds}: the item is worth {view.value} to you. "
+            "Choose LOW, MEDIUM or HIGH."
+        )
         return "\n".join(lines)

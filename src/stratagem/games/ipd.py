@@ -38,7 +38,7 @@ class IPDView:
 @GAMES
 class IPD(SimultaneousGame[Move, IPDView, None]):
     name = "ipd"
-    version = 1
+    version = 2
     rounds = ROUNDS
     payoff_bounds = (0.0, 5.0)
     reference_payoff = 3.0  # mutual cooperation
@@ -80,9 +80,10 @@ class IPD(SimultaneousGame[Move, IPDView, None]):
         return 1.0 - sum(result.payoffs) / MUTUAL_COOPERATION_WELFARE
 
     def render(self, view: IPDView) -> str:
-        lines = [f"Round {view.round + 1} of {view.rounds}."]
+        # history first, the current round last: consecutive prompts of an episode then share a
+        # long prefix, whose KV cache a backend can reuse
+        lines = ["History so far:"]
         if view.mine:
-            lines.append("History so far:")
             mine_total = theirs_total = 0.0
             for i, (m, t) in enumerate(zip(view.mine, view.theirs, strict=True)):
                 pm, pt = PAYOFFS[(m, t)]
@@ -94,5 +95,5 @@ class IPD(SimultaneousGame[Move, IPDView, None]):
             lines.append(f"Score: you {mine_total:g}, opponent {theirs_total:g}.")
         else:
             lines.append("No rounds have been played yet.")
-        lines.append("Choose COOPERATE or DEFECT.")
+        lines.append(f"Round {view.round + 1} of {view.rounds}: choose COOPERATE or DEFECT.")
         return "\n".join(lines)

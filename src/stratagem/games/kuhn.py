@@ -192,7 +192,7 @@ def _past_hand(result: RoundResult, seat: Seat) -> PastHand:
 @GAMES
 class Kuhn:
     name = "kuhn"
-    version = 1
+    version = 2
     rounds = HANDS
     payoff_bounds = (-2.0, 2.0)
     reference_payoff = float(ANTE)  # "ante-only" (SEPO): the chips at stake without betting
@@ -235,9 +235,9 @@ class Kuhn:
 
 def render(view: KuhnView) -> str:
     role = "first" if view.first else "second"
-    lines = [f"Hand {view.hand + 1} of {view.hands}. You act {role} this hand."]
+    # earlier hands first, the current hand last (consecutive prompts share a long prefix)
+    lines = ["Earlier hands:" if view.past else "This is the first hand."]
     if view.past:
-        lines.append("Earlier hands:")
         for i, h in enumerate(view.past):
             shown = f", opponent showed {h.their_card}" if h.their_card else ""
             lines.append(
@@ -245,6 +245,7 @@ def render(view: KuhnView) -> str:
                 f"you {'won' if h.my_payoff > 0 else 'lost'} {abs(h.my_payoff):g}"
             )
         lines.append(f"Your total so far: {sum(h.my_payoff for h in view.past):+g} chips.")
+    lines.append(f"Hand {view.hand + 1} of {view.hands}. You act {role} this hand.")
     lines.append(f"Your card: {view.card}.")
     if view.history:
         moves = [

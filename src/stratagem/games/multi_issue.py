@@ -58,7 +58,7 @@ class MultiIssueView:
 @GAMES
 class MultiIssue(SimultaneousGame[Vector, MultiIssueView, Deal]):
     name = "multi_issue"
-    version = 1
+    version = 2
     rounds = ROUNDS
     payoff_bounds = (0.0, float(VALUE_TOTAL * max(POOL_SIZES)))
     reference_payoff = (
@@ -120,9 +120,9 @@ class MultiIssue(SimultaneousGame[Vector, MultiIssueView, Deal]):
         pool = ", ".join(f"{n} {item}" for n, item in zip(view.pool, ITEMS, strict=True))
         values = ", ".join(f"{item} {v}" for v, item in zip(view.values, ITEMS, strict=True))
         lines = [
-            f"Round {view.round + 1} of {view.rounds}.",
             f"The pool holds {pool}.",
             f"Your private values per item: {values}.",
+            "History so far:" if view.mine else "No rounds have been played yet.",
         ]
         for i, (m, t) in enumerate(zip(view.mine, view.theirs, strict=True)):
             if fits(m, t, view.pool):
@@ -133,5 +133,7 @@ class MultiIssue(SimultaneousGame[Vector, MultiIssueView, Deal]):
                 f"Round {i + 1}: you demanded {vector_token(m)}, opponent demanded "
                 f"{vector_token(t)}; {result}."
             )
-        lines.append("Submit your demand as [books, hats, balls].")
+        lines.append(
+            f"Round {view.round + 1} of {view.rounds}: submit your demand as [books, hats, balls]."
+        )
         return "\n".join(lines)

@@ -31,7 +31,7 @@ class NegotiationView:
 @GAMES
 class Negotiation(SimultaneousGame[int, NegotiationView, None]):
     name = "negotiation"
-    version = 1
+    version = 2
     rounds = ROUNDS
     payoff_bounds = (0.0, 9.0)
     reference_payoff = float(FAIR)
@@ -70,10 +70,10 @@ class Negotiation(SimultaneousGame[int, NegotiationView, None]):
         return float(result.info["breakdown"])
 
     def render(self, view: NegotiationView) -> str:
-        lines = [f"Round {view.round + 1} of {view.rounds}."]
+        lines = ["History so far:" if view.mine else "No rounds have been played yet."]
         for i, (m, t) in enumerate(zip(view.mine, view.theirs, strict=True)):
             got = round_payoffs(m, t)[0]
             what = f"you received {got:g}" if m + t <= PIE else "breakdown, both received 0"
             lines.append(f"Round {i + 1}: you demanded {m}, opponent demanded {t}; {what}.")
-        lines.append("Name your demand (1-9).")
+        lines.append(f"Round {view.round + 1} of {view.rounds}: name your demand (1-9).")
         return "\n".join(lines)
