@@ -10,7 +10,6 @@ actions that share a first sub-token are told apart at their shortest distinguis
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
