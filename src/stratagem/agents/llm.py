@@ -35,11 +35,13 @@ class LLMAgent:
         *,
         fallback: Literal["argmax", "sample", "none"] = "argmax",
         name: str | None = None,
+        stop_on_action: bool = True,
     ):
         self.backend = backend
         self.game = game
         self.sampling = sampling or Sampling()
         self.fallback = fallback
+        self.stop_on_action = stop_on_action  # SPEC §4.1 stopping; off only for benchmarks
         self.name = name or f"llm:{backend.model_id}"
 
     def act(self, batch: Sequence[Observation]) -> list[Decision]:
@@ -47,9 +49,9 @@ class LLMAgent:
             return []
         start = time.perf_counter()
         chats = [chat_for(o) for o in batch]
-        gens = self.backend.generate(
-            chats, self.sampling, legal=[o.legal for o in batch], seeds=[o.seed for o in batch]
-        )
+        legal = [o.legal for o in batch] if self.stop_on_action else None
+        gens = self.backend.generate(chats, self.sampling, legal=legal,
+                                     seeds=[o.seed for o in batch])
         tokens: list[str | None] = [
             parse_action(g.text, o.legal).token for g, o in zip(gens, batch, strict=True)
         ]

@@ -71,6 +71,7 @@ class HFBackend:
         self.max_batch = max_batch
         self.prefix_reuse = prefix_reuse
         self.store = PrefixStore(max_entries=2 * max_batch)
+        self._heads: dict[tuple[int, ...], Any] = {}
 
     @classmethod
     def from_model(
@@ -85,23 +86,47 @@ class HFBackend:
         self.max_batch = max_batch
         self.prefix_reuse = False  # a policy under training changes: never reuse stale KV
         self.store = PrefixStore(max_entries=2 * max_batch)
+        self._heads: dict[tuple[int, ...], Any] = {}
         return self
+
+    def reset_prefix_cache(self) -> None:
+        self.store.clear()
+        self._heads.clear()
 
     def render(self, chat: Chat) -> str:
         return self.tokenizer.apply_chat_template(
             list(chat), tokenize=False, add_generation_prompt=True
         )
 
-    def _tokenize(self, chat: Chat) -> list[int]:
-        """Prompt ids, tokenized as system turn + the rest so token boundaries stay stable."""
+    def _system_head(self, chat: Chat) -> str:
+        """The rendered system turn when the prompt starts with it, else ''."""
+        if not chat or chat[0].get("role") != "system":
+            return ""
+        head = self.tokenizer.apply_chat_template([dict(chat[0])], tokenize=False)
+        return head if self.render(chat).startswith(head) else ""
+
+    def _tokenize(self, chat: Chat) -> tuple[list[int], int]:
+        """Prompt ids, tokenized as system turn + the rest so token boundaries stay stable;
+        and the number of system-turn tokens."""
         prompt = self.render(chat)
-        head = ""
-        if chat and chat[0].get("role") == "system":
-            head = self.tokenizer.apply_chat_template([dict(chat[0])], tokenize=False)
-            if not prompt.startswith(head):
-                head = ""
+        head = self._system_head(chat)
         ids = self.tokenizer(head, add_special_tokens=False).input_ids if head else []
-        return ids + self.tokenizer(prompt[len(head) :], add_special_tokens=False).input_ids
+        return ids + self.tokenizer(prompt[len(head):], add_special_tokens=False).input_ids, len(ids)
+
+    def _lookup(self, row: list[int], head_len: int) -> tuple[int, Any]:
+        """The longest reusable prefix of ``row``: a stored prompt, or at least the system turn
+        (computed once and kept, so every first round of an episode reuses it)."""
+        n, layers = self.store.longest(row)
+        if n >= head_len or head_len == 0:
+            return n, layers
+        key = tuple(row[:head_len])
+        if key not in self._heads:
+            torch = _torch()
+            with torch.inference_mode():
+                cache = self.model(torch.tensor([list(key)], device=self.device),
+                                   use_cache=True).past_key_values
+            self._heads[key] = [(layer.keys[0], layer.values[0]) for layer in cache.layers]
+        return head_len, self._heads[key]
 
     def _encode(self, chats: Sequence[Chat]) -> _Encoded:
         """Token ids and, with prefix reuse, the cached KV of each row's longest known prefix.
@@ -111,8 +136,10 @@ class HFBackend:
         tokens are computed. Without reuse rows are plainly left-padded.
         """
         torch = _torch()
-        rows = [self._tokenize(c) for c in chats]
-        hits = [self.store.longest(r) if self.prefix_reuse else (0, None) for r in rows]
+        tokenized = [self._tokenize(c) for c in chats]
+        rows = [ids for ids, _ in tokenized]
+        hits = [self._lookup(ids, head) if self.prefix_reuse else (0, None)
+                for ids, head in tokenized]
         reused = max(n for n, _ in hits)
         rests = [r[n:] for r, (n, _) in zip(rows, hits, strict=True)]
         width = max(len(x) for x in rests)
