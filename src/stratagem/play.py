@@ -25,6 +25,7 @@ class EpisodeSpec:
     seed: int
     agents: tuple[Agent, Agent]
     meta: Mapping[str, Any] = field(default_factory=dict)
+    scenario: Any = None  # a game scenario to play instead of one drawn from the seed
 
 
 @dataclass
@@ -63,7 +64,9 @@ def play(
             if spec is None:
                 exhausted = True
             else:
-                live.append(_Live(spec, game.new_episode(spec.seed)))
+                state = (game.new_episode(spec.seed) if spec.scenario is None
+                         else game.from_scenario(spec.scenario, spec.seed))
+                live.append(_Live(spec, state))
         if not live:
             return
         _tick(game, live, on_error)

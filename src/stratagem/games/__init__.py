@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from stratagem.game import Game
-from stratagem.games import auction, ipd, kuhn, multi_issue, negotiation  # noqa: F401 (registers)
+from stratagem.games import (  # noqa: F401 (registers)
+    auction,
+    bargaining,
+    ipd,
+    kuhn,
+    multi_issue,
+    negotiation,
+)
 from stratagem.games.registry import GAMES
 
 

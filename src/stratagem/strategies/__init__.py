@@ -11,7 +11,7 @@ from stratagem.agent import Strategy
 from stratagem.games import get_game
 from stratagem.pools import Pools, check_mixture
 from stratagem.registry import Registry
-from stratagem.strategies import auction, ipd, kuhn, multi_issue, negotiation
+from stratagem.strategies import auction, bargaining, ipd, kuhn, multi_issue, negotiation
 
 _BY_GAME: dict[str, ModuleType] = {
     "ipd": ipd,
@@ -19,6 +19,7 @@ _BY_GAME: dict[str, ModuleType] = {
     "negotiation": negotiation,
     "multi_issue": multi_issue,
     "kuhn": kuhn,
+    "bargaining": bargaining,
 }
 for _game, _module in _BY_GAME.items():
     _module.POOLS.check_registered(_module.STRATEGIES, f"{_game} strategy")
