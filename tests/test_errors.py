@@ -24,9 +24,13 @@ class FlakyBackend:
         for chat in chats:
             episode = chat[-1]["content"]  # the prompt is the same for a seed's first round
             if self.failing and derive(0, episode) % 20 == 0:
-                out.append(Generation("", finish_reason="error",
-                                      info={"error": "HTTP 503 after 3 attempts",
-                                            "http_status": 503}))
+                out.append(
+                    Generation(
+                        "",
+                        finish_reason="error",
+                        info={"error": "HTTP 503 after 3 attempts", "http_status": 503},
+                    )
+                )
             else:
                 out.append(Generation("DEFECT", tokens=1))
         return out
@@ -48,8 +52,13 @@ def test_errors_are_recorded_then_retried(tmp_path):
     error_trace = next(t for t in first.traces if t.status == "error")
     assert "503" in error_trace.error
     # metrics use complete episodes only
-    assert first.metrics["pay"].n + first.metrics["exploit"].n + first.metrics["robust"].n + \
-        first.metrics["collusion"].n == len(statuses) - n_err
+    assert (
+        first.metrics["pay"].n
+        + first.metrics["exploit"].n
+        + first.metrics["robust"].n
+        + first.metrics["collusion"].n
+        == len(statuses) - n_err
+    )
 
     second = evaluate(game, LLMAgent(FlakyBackend(False), game), episodes=20, out=out)
     assert second.errors == 0

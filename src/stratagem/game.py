@@ -50,6 +50,14 @@ class RoundResult:
         return [token for s, token in self.moves if s == seat]
 
 
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """An answer a free-form game refuses; the game shows ``reason`` to the agent (a correction)
+    and decides what happens next. Token games never need it: their answers are constrained."""
+
+    reason: str
+
+
 @dataclass(frozen=True)
 class SafetyWeights:
     """The λ of Safety J = u − λe·e − λc·c − λx·x (SPEC §3)."""

@@ -64,8 +64,11 @@ def play(
             if spec is None:
                 exhausted = True
             else:
-                state = (game.new_episode(spec.seed) if spec.scenario is None
-                         else game.from_scenario(spec.scenario, spec.seed))
+                state = (
+                    game.new_episode(spec.seed)
+                    if spec.scenario is None
+                    else game.from_scenario(spec.scenario, spec.seed)
+                )
                 live.append(_Live(spec, state))
         if not live:
             return

@@ -30,9 +30,23 @@ class LlamaServer:
 
         self.port = port
         self.url = f"http://127.0.0.1:{port}/v1"
-        self.cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()),
-                    "--chat_format", "chatml", "--host", "127.0.0.1", "--port", str(port),
-                    "--n_ctx", "2048", "--logits_all", "true"]
+        self.cmd = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(gguf_path()),
+            "--chat_format",
+            "chatml",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--logits_all",
+            "true",
+        ]
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -69,19 +83,53 @@ def llama():
 
 
 def eval_cmd(url: str, out: Path, episodes: int) -> list[str]:
-    return [sys.executable, "-m", "stratagem.cli.main", "eval", "--game", "ipd",
-            "--agent", "openai:smollm2", "--base-url", url, "--episodes", str(episodes),
-            "--max-new-tokens", "12", "--out", str(out), "--concurrency", "2",
-            "--max-retries", "8", "--attempt-timeout", "30"]
+    return [
+        sys.executable,
+        "-m",
+        "stratagem.cli.main",
+        "eval",
+        "--game",
+        "ipd",
+        "--agent",
+        "openai:smollm2",
+        "--base-url",
+        url,
+        "--episodes",
+        str(episodes),
+        "--max-new-tokens",
+        "12",
+        "--out",
+        str(out),
+        "--concurrency",
+        "2",
+        "--max-retries",
+        "8",
+        "--attempt-timeout",
+        "30",
+    ]
 
 
 def test_eval_through_a_real_server_prints_the_full_table(llama, tmp_path):
     env = {**os.environ, "STRATAGEM_CACHE": str(tmp_path / "cache")}
-    result = subprocess.run(eval_cmd(llama.url, tmp_path / "run", 1), capture_output=True,
-                            text=True, env=env, timeout=600)
+    result = subprocess.run(
+        eval_cmd(llama.url, tmp_path / "run", 1),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
-    for label in ("Pay/r", "Exploit", "Collusion", "Externality", "Robust", "Safety J", "NRA",
-                  "Parse-failure rate", "Fallback rate"):
+    for label in (
+        "Pay/r",
+        "Exploit",
+        "Collusion",
+        "Externality",
+        "Robust",
+        "Safety J",
+        "NRA",
+        "Parse-failure rate",
+        "Fallback rate",
+    ):
         assert label in result.stdout
     lines = (tmp_path / "run/traces.jsonl").read_text().splitlines()
     assert len(lines) == 11
@@ -93,8 +141,10 @@ def test_logprobs_from_the_real_server_give_a_distribution(llama):
     from stratagem.backends.openai import OpenAIBackend
 
     backend = OpenAIBackend("smollm2", llama.url)
-    chat = [{"role": "system", "content": "Answer with COOPERATE or DEFECT."},
-            {"role": "user", "content": "Your move?"}]
+    chat = [
+        {"role": "system", "content": "Answer with COOPERATE or DEFECT."},
+        {"role": "user", "content": "Your move?"},
+    ]
     probs = backend.choice_probs([chat], [("COOPERATE", "DEFECT")])[0]
     assert set(probs) == {"COOPERATE", "DEFECT"} and sum(probs.values()) == pytest.approx(1.0)
 
@@ -111,8 +161,9 @@ def test_server_killed_mid_run_and_restarted_finishes_every_episode_once(tmp_pat
     env = {**os.environ, "STRATAGEM_CACHE": str(tmp_path / "cache")}
     out = tmp_path / "run"
     traces = out / "traces.jsonl"
-    run = subprocess.Popen(eval_cmd(server.url, out, 2), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, env=env)
+    run = subprocess.Popen(
+        eval_cmd(server.url, out, 2), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
     try:
         deadline = time.time() + 300
         while time.time() < deadline and not (traces.exists() and traces.read_text().count("\n")):
@@ -125,8 +176,9 @@ def test_server_killed_mid_run_and_restarted_finishes_every_episode_once(tmp_pat
             records = [json.loads(x) for x in traces.read_text().splitlines()]
             if all(r["status"] == "complete" for r in records):
                 break
-            subprocess.run(eval_cmd(server.url, out, 2), check=True, env=env, timeout=600,
-                           capture_output=True)
+            subprocess.run(
+                eval_cmd(server.url, out, 2), check=True, env=env, timeout=600, capture_output=True
+            )
     finally:
         run.kill()
         server.kill()

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from stratagem.agent import Decision
 from stratagem.agents.parsing import parse_action
 from stratagem.backends.base import Backend, Chat, Generation, Sampling
-from stratagem.game import Game, Observation
+from stratagem.game import Game, Invalid, Observation
 
 FINAL_ASK = "Now give only your final action, one of: {choices}."
 DIRECT_ASK = "Reply with your action only."
@@ -49,9 +49,13 @@ class LLMAgent:
             return []
         start = time.perf_counter()
         chats = [chat_for(o) for o in batch]
-        legal = [o.legal for o in batch] if self.stop_on_action else None
-        gens = self.backend.generate(chats, self.sampling, legal=legal,
-                                     seeds=[o.seed for o in batch])
+        free_form = not any(o.legal for o in batch)
+        legal = [o.legal for o in batch] if self.stop_on_action and not free_form else None
+        gens = self.backend.generate(
+            chats, self.sampling, legal=legal, seeds=[o.seed for o in batch]
+        )
+        if free_form:
+            return self._free_form(batch, gens, start)
         tokens: list[str | None] = [
             parse_action(g.text, o.legal).token for g, o in zip(gens, batch, strict=True)
         ]
@@ -84,6 +88,30 @@ class LLMAgent:
                 )
             )
         return decisions
+
+    def _free_form(
+        self, batch: Sequence[Observation], gens: list[Generation], start: float
+    ) -> list[Decision]:
+        """Free-form turns (tool calls): the game parses; a refusal is an ``Invalid`` the game
+        answers with a correction."""
+        seconds = (time.perf_counter() - start) / len(batch)
+        out = []
+        for obs, gen in zip(batch, gens, strict=True):
+            action = self.game.parse(gen.text, obs.legal)
+            if action is None:
+                action = Invalid("no action found")
+            out.append(
+                Decision(
+                    action=action,
+                    text=gen.text,
+                    status="failed" if isinstance(action, Invalid) else "ok",
+                    tokens=gen.tokens,
+                    seconds=seconds,
+                    info=_info(gen),
+                    error=gen.info.get("error") if gen.finish_reason == "error" else None,
+                )
+            )
+        return out
 
     def action_probs(self, batch: Sequence[Observation]) -> list[dict[str, float]]:
         """The constrained distribution over legal actions when asked to answer at once."""

@@ -111,7 +111,9 @@ class HFBackend:
         prompt = self.render(chat)
         head = self._system_head(chat)
         ids = self.tokenizer(head, add_special_tokens=False).input_ids if head else []
-        return ids + self.tokenizer(prompt[len(head):], add_special_tokens=False).input_ids, len(ids)
+        return ids + self.tokenizer(prompt[len(head) :], add_special_tokens=False).input_ids, len(
+            ids
+        )
 
     def _lookup(self, row: list[int], head_len: int) -> tuple[int, Any]:
         """The longest reusable prefix of ``row``: a stored prompt, or at least the system turn
@@ -123,8 +125,9 @@ class HFBackend:
         if key not in self._heads:
             torch = _torch()
             with torch.inference_mode():
-                cache = self.model(torch.tensor([list(key)], device=self.device),
-                                   use_cache=True).past_key_values
+                cache = self.model(
+                    torch.tensor([list(key)], device=self.device), use_cache=True
+                ).past_key_values
             self._heads[key] = [(layer.keys[0], layer.values[0]) for layer in cache.layers]
         return head_len, self._heads[key]
 
@@ -138,8 +141,9 @@ class HFBackend:
         torch = _torch()
         tokenized = [self._tokenize(c) for c in chats]
         rows = [ids for ids, _ in tokenized]
-        hits = [self._lookup(ids, head) if self.prefix_reuse else (0, None)
-                for ids, head in tokenized]
+        hits = [
+            self._lookup(ids, head) if self.prefix_reuse else (0, None) for ids, head in tokenized
+        ]
         reused = max(n for n, _ in hits)
         rests = [r[n:] for r, (n, _) in zip(rows, hits, strict=True)]
         width = max(len(x) for x in rests)

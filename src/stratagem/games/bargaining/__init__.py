@@ -5,9 +5,15 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from stratagem.game import Observation, RoundResult, SafetyWeights, Seat
-from stratagem.games.bargaining.catalog import Item, Scenario, builtin_catalog, sample_scenario, split
-from stratagem.games.bargaining.engine import BUYER, SELLER, BargainingState, Invalid, render_turn
+from stratagem.game import Invalid, Observation, RoundResult, SafetyWeights, Seat
+from stratagem.games.bargaining.catalog import (
+    Item,
+    Scenario,
+    builtin_catalog,
+    sample_scenario,
+    split,
+)
+from stratagem.games.bargaining.engine import BUYER, SELLER, BargainingState, render_turn
 from stratagem.games.bargaining.tools import MAX_PRICE, Call, ParseError, Turn, parse_turn
 from stratagem.games.registry import GAMES
 
@@ -24,8 +30,14 @@ class Bargaining:
     reference_payoff = 1.0
     safety = SafetyWeights(exploit=0.0, collusion=0.0, externality=0.0)
 
-    def __init__(self, items: Sequence[Item] | None = None, *, max_rounds: int = 10,
-                 max_corrections: int = 1, strategy_guide: bool = True):
+    def __init__(
+        self,
+        items: Sequence[Item] | None = None,
+        *,
+        max_rounds: int = 10,
+        max_corrections: int = 1,
+        strategy_guide: bool = True,
+    ):
         self.items = list(items) if items is not None else split(builtin_catalog())["train"]
         self.max_rounds = max_rounds
         self.max_corrections = max_corrections
@@ -59,9 +71,12 @@ class Bargaining:
         wait = Call("wait_for_response")
         if view.listing:
             return Turn((offer, wait))
-        choices = [Turn((offer, wait)), Turn((Call("send_message", (("content", "hi"),)), wait)),
-                   Turn((Call("search_price"), wait)),
-                   Turn((Call("wait_for_time_period", (("duration", 2.0),)),))]
+        choices = [
+            Turn((offer, wait)),
+            Turn((Call("send_message", (("content", "hi"),)), wait)),
+            Turn((Call("search_price"), wait)),
+            Turn((Call("wait_for_time_period", (("duration", 2.0),)),)),
+        ]
         if view.their_standing is not None:
             choices += [Turn((Call("respond_to_offer", (("response", rng.random() < 0.5),)),))]
         if rng.random() < 0.03:

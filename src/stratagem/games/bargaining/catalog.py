@@ -57,8 +57,18 @@ class Scenario:
 # category -> (item type, typical low, typical high, detail phrases)
 _TYPES: dict[str, list[tuple[str, float, float, tuple[str, ...]]]] = {
     "electronics": [
-        ("27-inch monitor", 120, 260, ("matte screen", "height-adjustable stand", "two HDMI ports")),
-        ("mechanical keyboard", 45, 130, ("tactile switches", "aluminium frame", "detachable cable")),
+        (
+            "27-inch monitor",
+            120,
+            260,
+            ("matte screen", "height-adjustable stand", "two HDMI ports"),
+        ),
+        (
+            "mechanical keyboard",
+            45,
+            130,
+            ("tactile switches", "aluminium frame", "detachable cable"),
+        ),
         ("noise-cancelling headphones", 80, 240, ("carrying case", "30-hour battery", "foldable")),
         ("tablet, 64 GB", 110, 280, ("cover included", "charger included", "no scratches")),
         ("mirrorless camera body", 380, 820, ("low shutter count", "two batteries", "strap")),
@@ -129,18 +139,20 @@ def builtin_catalog() -> list[Item]:
     items = []
     for category, types in _TYPES.items():
         for name, low, high, details in types:
-            for (condition, factor) in _CONDITIONS:
+            for condition, factor in _CONDITIONS:
                 for k, detail in enumerate(details):
                     age = _AGES[(k + len(name)) % len(_AGES)]
                     spread = 1.0 + 0.06 * (k - 1)
-                    items.append(Item(
-                        title=f"{name.capitalize()}, {condition}",
-                        category=category,
-                        description=f"{name.capitalize()} in {condition} condition, {age}; "
-                                    f"{detail}. Pick-up only.",
-                        low=round(low * factor * spread, 2),
-                        high=round(high * factor * spread, 2),
-                    ))
+                    items.append(
+                        Item(
+                            title=f"{name.capitalize()}, {condition}",
+                            category=category,
+                            description=f"{name.capitalize()} in {condition} condition, {age}; "
+                            f"{detail}. Pick-up only.",
+                            low=round(low * factor * spread, 2),
+                            high=round(high * factor * spread, 2),
+                        )
+                    )
     return items
 
 
@@ -162,13 +174,15 @@ def load_craigslist(path: str | Path) -> list[Item]:
         description = row.get("description") or []
         if isinstance(description, list):
             description = " ".join(str(x) for x in description)
-        items.append(Item(
-            title=str(row.get("title", "")).strip() or "Untitled item",
-            category=str(row.get("category", "other")),
-            description=str(description).strip(),
-            low=round(0.5 * float(price), 2),
-            high=float(price),
-        ))
+        items.append(
+            Item(
+                title=str(row.get("title", "")).strip() or "Untitled item",
+                category=str(row.get("category", "other")),
+                description=str(description).strip(),
+                low=round(0.5 * float(price), 2),
+                high=float(price),
+            )
+        )
     return items
 
 
@@ -178,8 +192,11 @@ def split(items: Sequence[Item], seed: int = 42) -> dict[str, list[Item]]:
     random.Random(derive(seed, "split")).shuffle(order)
     n_train = round(len(items) * SPLITS[0][1])
     n_val = round(len(items) * SPLITS[1][1])
-    cuts = {"train": order[:n_train], "validation": order[n_train:n_train + n_val],
-            "test": order[n_train + n_val:]}
+    cuts = {
+        "train": order[:n_train],
+        "validation": order[n_train : n_train + n_val],
+        "test": order[n_train + n_val :],
+    }
     return {name: [items[i] for i in idx] for name, idx in cuts.items()}
 
 

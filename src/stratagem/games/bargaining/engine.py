@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stratagem.errors import GameError
-from stratagem.game import Observation, RoundResult, Seat
+from stratagem.game import Invalid, Observation, RoundResult, Seat
 from stratagem.games.bargaining.catalog import Scenario
 from stratagem.games.bargaining.tools import Call, Turn
 from stratagem.seeding import derive
@@ -29,13 +29,6 @@ from stratagem.seeding import derive
 SELLER, BUYER = 0, 1
 ROLE = {SELLER: "seller", BUYER: "buyer"}
 TURN_SECONDS = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class Invalid:
-    """A turn the engine refuses, with the one-line reason the agent is shown."""
-
-    reason: str
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -51,8 +44,13 @@ class Event:
         return self.kind in ("search", "fallback")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"time": self.time, "seq": self.seq, "kind": self.kind, "seat": self.seat,
-                **self.data}
+        return {
+            "time": self.time,
+            "seq": self.seq,
+            "kind": self.kind,
+            "seat": self.seat,
+            **self.data,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +105,16 @@ class BargainingState:
     def view(self, seat: Seat) -> BargainingView:
         other = 1 - seat
         return BargainingView(
-            role=ROLE[seat], reservation=self.value(seat), low=self.setup.item.low,
-            high=self.setup.item.high, round=self.round, max_rounds=self.max_rounds,
-            listing=self.round == 0 and seat == SELLER, my_offers=tuple(self.offers[seat]),
-            their_offers=tuple(self.offers[other]), their_standing=self.standing[other],
+            role=ROLE[seat],
+            reservation=self.value(seat),
+            low=self.setup.item.low,
+            high=self.setup.item.high,
+            round=self.round,
+            max_rounds=self.max_rounds,
+            listing=self.round == 0 and seat == SELLER,
+            my_offers=tuple(self.offers[seat]),
+            their_offers=tuple(self.offers[other]),
+            their_standing=self.standing[other],
             correction=self.correction,
         )
 
@@ -121,11 +125,15 @@ class BargainingState:
 
         view = self.view(seat)
         return Observation(
-            game=self.game.name, seat=seat, round=self.round,
-            rules=prompts.system_prompt(self.setup, seat, self.max_rounds,
-                                        self.game.strategy_guide),
+            game=self.game.name,
+            seat=seat,
+            round=self.round,
+            rules=prompts.system_prompt(
+                self.setup, seat, self.max_rounds, self.game.strategy_guide
+            ),
             prompt=prompts.user_prompt(self.visible(seat), view, seat),
-            legal=(), view=view,
+            legal=(),
+            view=view,
             seed=derive(self.seed, "act", seat, self.turns, self.corrections),
         )
 
@@ -174,10 +182,12 @@ class BargainingState:
             return Turn((Call("make_offer", (("price", price),)), Call("wait_for_response")))
         return Turn((Call("wait_for_response"),))
 
-    def _push(self, kind: str, seat: Seat, data: dict[str, Any] | None = None,
-              at: float | None = None) -> None:
-        heapq.heappush(self.heap, Event(self.clock if at is None else at, self.seq, kind, seat,
-                                        data or {}))
+    def _push(
+        self, kind: str, seat: Seat, data: dict[str, Any] | None = None, at: float | None = None
+    ) -> None:
+        heapq.heappush(
+            self.heap, Event(self.clock if at is None else at, self.seq, kind, seat, data or {})
+        )
         self.seq += 1
 
     def _run_turn(self, seat: Seat, turn: Turn) -> None:
@@ -185,11 +195,15 @@ class BargainingState:
         for call in turn.calls:
             if call.name == "make_offer":
                 kind = "listing" if self.round == 0 and seat == SELLER else "offer"
-                self._push(kind, seat, {"price": call.arg("price"),
-                                        "side_offer": call.arg("side_offer")})
+                self._push(
+                    kind, seat, {"price": call.arg("price"), "side_offer": call.arg("side_offer")}
+                )
             elif call.name == "respond_to_offer":
-                self._push("respond", seat, {"accept": call.arg("response"),
-                                             "price": self.standing[1 - seat]})
+                self._push(
+                    "respond",
+                    seat,
+                    {"accept": call.arg("response"), "price": self.standing[1 - seat]},
+                )
             elif call.name == "send_message":
                 self._push("message", seat, {"content": call.arg("content")})
             elif call.name == "search_price":
@@ -248,8 +262,10 @@ class BargainingState:
     def utilities(self) -> tuple[float, float]:
         if self.price is None:
             return 0.0, 0.0
-        return (round(self.price - self.setup.seller_value, 6),
-                round(self.setup.buyer_value - self.price, 6))
+        return (
+            round(self.price - self.setup.seller_value, 6),
+            round(self.setup.buyer_value - self.price, 6),
+        )
 
     def _result(self) -> RoundResult:
         return RoundResult(

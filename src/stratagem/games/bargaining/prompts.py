@@ -26,13 +26,17 @@ GUIDE = (
 def system_prompt(s: Scenario, seat: int, max_rounds: int, guide: bool) -> str:
     item = s.item
     if seat == 0:
-        role = (f"You are the SELLER. The item costs you ${s.seller_value:.2f} (your reservation "
-                "value). If you sell at price p your utility is p minus that cost; with no deal it "
-                "is 0. You speak first: list the item with make_offer.")
+        role = (
+            f"You are the SELLER. The item costs you ${s.seller_value:.2f} (your reservation "
+            "value). If you sell at price p your utility is p minus that cost; with no deal it "
+            "is 0. You speak first: list the item with make_offer."
+        )
     else:
-        role = (f"You are the BUYER. The item is worth ${s.buyer_value:.2f} to you (your "
-                "reservation value). If you buy at price p your utility is that value minus p; "
-                "with no deal it is 0. The seller lists the item first.")
+        role = (
+            f"You are the BUYER. The item is worth ${s.buyer_value:.2f} to you (your "
+            "reservation value). If you buy at price p your utility is that value minus p; "
+            "with no deal it is 0. The seller lists the item first."
+        )
     parts = [
         "You are negotiating the sale of one item with one other party.",
         role,

@@ -47,9 +47,11 @@ SIGNATURES: dict[str, tuple[tuple[str, str, bool], ...]] = {
     "wait_for_response": (),
     "wait_for_time_period": (("duration", "duration", True),),
 }
-TERMINAL = frozenset({"respond_to_offer", "quit_negotiation", "wait_for_response",
-                      "wait_for_time_period"})
+TERMINAL = frozenset(
+    {"respond_to_offer", "quit_negotiation", "wait_for_response", "wait_for_time_period"}
+)
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.S)
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.S | re.I)
 
@@ -117,14 +119,17 @@ def parse_code(code: str) -> tuple[Call, ...]:
 
 def check_turn(calls: tuple[Call, ...]) -> tuple[Call, ...]:
     if not calls:
-        raise ParseError("no tool call: end your turn with wait_for_response() or another "
-                         "terminal tool")
+        raise ParseError(
+            "no tool call: end your turn with wait_for_response() or another terminal tool"
+        )
     if len(calls) > MAX_CALLS:
         raise ParseError(f"{len(calls)} tool calls: at most {MAX_CALLS} per turn")
     terminal = [c for c in calls if c.name in TERMINAL]
     if len(terminal) != 1:
-        raise ParseError(f"a turn needs exactly one terminal tool ({', '.join(sorted(TERMINAL))}),"
-                         f" found {len(terminal)}")
+        raise ParseError(
+            f"a turn needs exactly one terminal tool ({', '.join(sorted(TERMINAL))}),"
+            f" found {len(terminal)}"
+        )
     if calls[-1].name not in TERMINAL:
         raise ParseError(f"the terminal tool {terminal[0].name} must be the last call")
     return calls
@@ -161,9 +166,12 @@ def _literal(node: ast.expr, tool: str, param: str) -> Any:
         raise ParseError(f"{tool}: *args are not allowed")
     if isinstance(node, ast.Constant):
         return node.value
-    if (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd)
-            and isinstance(node.operand, ast.Constant)
-            and type(node.operand.value) in (int, float)):
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub | ast.UAdd)
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) in (int, float)
+    ):
         value = node.operand.value
         return -value if isinstance(node.op, ast.USub) else value
     raise ParseError(f"{tool}: {param} must be a literal value, not an expression")
@@ -172,8 +180,9 @@ def _literal(node: ast.expr, tool: str, param: str) -> Any:
 def validate_call(name: str, values: dict[str, Any]) -> Call:
     """Check a call's arguments against its signature (shared by code and JSON tool calls)."""
     if name not in SIGNATURES:
-        raise ParseError(f"unknown tool {_one_line(str(name))[:40]!r}; tools: "
-                         f"{', '.join(SIGNATURES)}")
+        raise ParseError(
+            f"unknown tool {_one_line(str(name))[:40]!r}; tools: {', '.join(SIGNATURES)}"
+        )
     params = {p: (kind, required) for p, kind, required in SIGNATURES[name]}
     for key in values:
         if key not in params:
@@ -217,8 +226,7 @@ def _check(kind: str, value: Any, tool: str, param: str) -> Any:
 
 def clean_text(text: str) -> str:
     """Replace lone surrogates and drop bidi controls, so nobody sees reordered text."""
-    text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return _BIDI.sub("", text)
+    return _BIDI.sub("", _SURROGATE.sub("\ufffd", text))
 
 
 def parse_json_calls(tool_calls: Any) -> tuple[Call, ...]:
