@@ -1,15 +1,30 @@
-"""Every strategy against every strategy: mean per-round payoff matrices."""
+"""Tournaments: payoff matrices of rule-based strategies, and resumable round robins of any
+agents in both seats (bargaining: buyer and seller) with tables and plots."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+from stratagem.agent import Agent
 from stratagem.game import Game
 from stratagem.play import EpisodeSpec, play
+from stratagem.runs import TRACES, RunFolder
 from stratagem.seeding import derive
 from stratagem.strategies import get_strategy, strategies
+from stratagem.trace import Trace, iter_traces
+
+
+def digest(items: Sequence[Any]) -> str:
+    """sha256 of a list of scenarios (dataclasses with ``to_dict``) or plain values."""
+    data = [x.to_dict() if hasattr(x, "to_dict") else x for x in items]
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
 def payoff_matrix(
@@ -42,3 +57,147 @@ def payoff_matrix(
     table.index.name = "row (seat 0)"
     table.columns.name = "column (seat 1)"
     return table
+
+
+@dataclass
+class TournamentResult:
+    out: Path
+    episodes: int
+    errors: int
+    summary: pd.DataFrame
+    files: list[Path] = field(default_factory=list)
+
+
+def round_robin_specs(
+    agents: dict[str, Agent], *, count: int, seed: int, scenarios: Sequence[Any] | None = None
+) -> Iterator[EpisodeSpec]:
+    """Every agent against every agent in both seats, itself included, on the same episodes.
+
+    Episode ids are (seat-0 agent, seat-1 agent, index); the i-th episode of every pairing plays
+    the same scenario with the same seed.
+    """
+    for first in agents:
+        for second in agents:
+            for i in range(count):
+                yield EpisodeSpec(
+                    episode_id=f"{first}|{second}|{i:05d}",
+                    seed=derive(seed, "tournament", i),
+                    agents=(agents[first], agents[second]),
+                    meta={"seat0": first, "seat1": second, "index": i},
+                    scenario=None if scenarios is None else scenarios[i],
+                )
+
+
+def round_robin(
+    game: Game,
+    agents: dict[str, Agent],
+    out: str | Path,
+    *,
+    count: int,
+    seed: int = 42,
+    scenarios: Sequence[Any] | None = None,
+    fingerprint_extra: dict | None = None,
+    max_live: int = 256,
+    on_episode: Callable[[Trace], None] | None = None,
+) -> TournamentResult:
+    """Run (or resume) a round robin into the run folder ``out`` and write its tables and plots.
+
+    Traces stream to disk as episodes finish and are never all held in memory; the tables are
+    built afterwards from the trace file alone.
+    """
+    fingerprint = {
+        "job": "tournament",
+        "game": game.name,
+        "game_version": game.version,
+        "agents": list(agents),
+        "count": count,
+        "seed": seed,
+        "scenarios": None if scenarios is None else digest(scenarios),
+        **(fingerprint_extra or {}),
+    }
+    run = RunFolder(out, fingerprint, runtime={"max_live": max_live})
+    errors = 0
+    specs = round_robin_specs(agents, count=count, seed=seed, scenarios=scenarios)
+    with run.writer() as writer:
+        for trace in play(
+            game,
+            specs,
+            max_live=max_live,
+            skip=set(writer.done),
+            on_error="record",
+            on_finish=on_episode,
+        ):
+            writer.write(trace)
+            errors += trace.status != "complete"
+    result = write_tournament_report(game, run.path)
+    result.errors = errors
+    run.finish("partial" if errors else "complete", episodes=result.episodes, errors=errors)
+    return result
+
+
+def write_tournament_report(game: Game, folder: Path) -> TournamentResult:
+    """Tables (CSV, Parquet, Markdown) and plots of a tournament folder, from its traces."""
+    from stratagem.report.plots import heatmap, radar
+    from stratagem.report.tables import write_frame
+
+    traces = iter_traces(folder / TRACES)
+    files: list[Path] = []
+    if getattr(game, "roles", None) == ("seller", "buyer"):
+        from stratagem.metrics import bargaining as bm
+
+        rows = pd.DataFrame(bm.negotiation_rows(traces))
+        summary = bm.summarise(rows)
+        means, spreads = bm.price_tiers(rows)
+        profile = bm.profiles(rows)
+        files += write_frame(summary, folder / "summary", "Agent × role × regime")
+        files += write_frame(means, folder / "price_tiers", "Metrics by price quintile")
+        files += write_frame(spreads, folder / "price_tier_spreads", "Quintile spreads (max − min)")
+        files += write_frame(profile, folder / "profiles", "Profile axes (0-100)")
+        for metric, role in [
+            ("surplus_share", "seller"),
+            ("surplus_share", "buyer"),
+            ("deal", "seller"),
+            ("violation", "buyer"),
+            ("violation", "seller"),
+        ]:
+            table = bm.pairwise(rows, metric, role)
+            files.append(
+                heatmap(
+                    table,
+                    folder / f"heatmap_{role}_{metric}.png",
+                    f"{role} {metric.replace('_', ' ')} (rows buyers, columns sellers)",
+                )
+            )
+        files.append(
+            radar(profile.set_index("agent"), folder / "profiles.png", "Bargaining profiles")
+        )
+    else:
+        rows = pd.DataFrame(_seat_rows(traces))
+        summary = (
+            rows.groupby(["agent", "seat"])["payoff_per_round"]
+            .agg(["mean", "sem", "count"])
+            .reset_index()
+        )
+        files += write_frame(summary, folder / "summary", "Mean payoff per round by agent × seat")
+        table = rows[rows.seat == 0].pivot_table(
+            index="agent", columns="opponent", values="payoff_per_round", aggfunc="mean"
+        )
+        table.index.name, table.columns.name = "seat 0", "seat 1"
+        files.append(
+            heatmap(table, folder / "heatmap_payoff.png", f"{game.name}: seat-0 payoff per round")
+        )
+    return TournamentResult(folder, len(rows) // 2 if len(rows) else 0, 0, summary, files)
+
+
+def _seat_rows(traces: Iterable[Trace]) -> Iterator[dict]:
+    for t in traces:
+        if t.status != "complete":
+            continue
+        for seat in (0, 1):
+            total = sum(r.payoffs[seat] for r in t.rounds)
+            yield {
+                "agent": t.agents[seat],
+                "opponent": t.agents[1 - seat],
+                "seat": seat,
+                "payoff_per_round": total / max(len(t.rounds), 1),
+            }

@@ -7,7 +7,7 @@ import sys
 import typer
 from rich.console import Console
 
-from stratagem.cli import evaluate, info, matrix, report
+from stratagem.cli import evaluate, info, matrix, report, tournament
 from stratagem.errors import StratagemError
 
 app = typer.Typer(
@@ -22,6 +22,7 @@ app.command("strategies")(info.list_strategies)
 app.command("eval")(evaluate.eval_command)
 app.command("matrix")(matrix.matrix_command)
 app.command("report")(report.report_command)
+app.command("tournament")(tournament.tournament_command)
 
 err = Console(stderr=True, soft_wrap=True)
 

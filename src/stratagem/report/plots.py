@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 
@@ -22,7 +23,7 @@ def heatmap(table: pd.DataFrame, path: str | Path, title: str, cmap: str = "viri
     ax.set_xlabel(table.columns.name or "")
     ax.set_ylabel(table.index.name or "")
     values = table.to_numpy(dtype=float)
-    mid = (values.max() + values.min()) / 2
+    mid = (np.nanmax(values) + np.nanmin(values)) / 2 if np.isfinite(values).any() else 0.0
     for i in range(n_rows):
         for j in range(n_cols):
             ax.text(
@@ -36,6 +37,32 @@ def heatmap(table: pd.DataFrame, path: str | Path, title: str, cmap: str = "viri
             )
     ax.set_title(title)
     fig.colorbar(image, ax=ax)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def radar(profiles: pd.DataFrame, path: str | Path, title: str) -> Path:
+    """One polygon per row of ``profiles`` (agents) over its columns (axes, 0-100)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    axes = list(profiles.columns)
+    angles = np.linspace(0, 2 * np.pi, len(axes), endpoint=False).tolist()
+    fig, ax = plt.subplots(figsize=(6.5, 6.5), subplot_kw={"polar": True})
+    for agent, row in profiles.iterrows():
+        values = np.nan_to_num(row.to_numpy(dtype=float), nan=0.0).clip(0, 100).tolist()
+        ax.plot(angles + angles[:1], values + values[:1], label=str(agent))
+        ax.fill(angles + angles[:1], values + values[:1], alpha=0.08)
+    ax.set_xticks(angles, axes)
+    ax.set_ylim(0, 100)
+    ax.set_title(title)
+    ax.legend(loc="upper right", bbox_to_anchor=(1.3, 1.1), fontsize=8)
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

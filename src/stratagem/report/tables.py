@@ -59,3 +59,31 @@ def write_metrics(
         writer.writerows(rows)
     note = f"Payoffs normalised by 3 / reference payoff: {'yes' if normalised else 'no'}.\n"
     (folder / "metrics.md").write_text(markdown_table(rows, "SEPO metrics") + "\n" + note)
+
+
+def write_frame(frame, stem: Path, title: str) -> list[Path]:
+    """``frame`` as ``stem``.csv, .parquet and .md; returns the paths."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_suffix(".csv"), stem.with_suffix(".parquet"), stem.with_suffix(".md")]
+    frame.to_csv(paths[0], index=False)
+    frame.to_parquet(paths[1], index=False)
+    paths[2].write_text(f"## {title}\n\n" + frame_markdown(frame))
+    return paths
+
+
+def frame_markdown(frame) -> str:
+    """A pipe table of ``frame`` (floats to 4 decimals, NaN as blank)."""
+
+    def cell(v) -> str:
+        if isinstance(v, float):
+            return "" if v != v else f"{v:.4f}"
+        return str(v)
+
+    lines = [
+        "| " + " | ".join(map(str, frame.columns)) + " |",
+        "| " + " | ".join("---" for _ in frame.columns) + " |",
+    ]
+    lines += [
+        "| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)
+    ]
+    return "\n".join(lines) + "\n"
