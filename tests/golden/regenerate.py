@@ -20,7 +20,8 @@ SEED = 42
 def golden_traces(name: str) -> list[Trace]:
     """Three episodes: train vs exploit, a random strategy vs train, and a robust self-pairing."""
     pools = get_pools(name)
-    random_name = next(n for n in strategies(name).names() if n.startswith("Random"))
+    names = strategies(name).names()
+    random_name = next((n for n in names if n.startswith("Random")), pools.train[-1])
     pairs = [
         (pools.train[0], pools.exploit[0]),
         (random_name, pools.train[-1]),

@@ -51,8 +51,9 @@ class LLMAgent:
         chats = [chat_for(o) for o in batch]
         free_form = not any(o.legal for o in batch)
         legal = [o.legal for o in batch] if self.stop_on_action and not free_form else None
+        done = [self._complete] * len(batch) if free_form and self.stop_on_action else None
         gens = self.backend.generate(
-            chats, self.sampling, legal=legal, seeds=[o.seed for o in batch]
+            chats, self.sampling, legal=legal, seeds=[o.seed for o in batch], done=done
         )
         if free_form:
             return self._free_form(batch, gens, start)

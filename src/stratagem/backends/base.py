@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -47,9 +47,11 @@ class Backend(Protocol):
         *,
         legal: Sequence[tuple[str, ...]] | None = None,
         seeds: Sequence[int] | None = None,
+        done: Sequence[Callable[[str], bool]] | None = None,
     ) -> list[Generation]:
         """One completion per chat. With ``legal`` a backend may stop a sequence as soon as its
-        last non-empty line holds a legal action (SPEC §4.1).
+        last non-empty line holds a legal action (SPEC §4.1); with ``done``, as soon as that
+        chat's check accepts the text (free-form answers such as tool calls).
         """
         ...
 

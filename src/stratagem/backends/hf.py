@@ -10,8 +10,9 @@ actions that share a first sub-token are told apart at their shortest distinguis
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,7 +207,9 @@ class HFBackend:
             ]
             self.store.add(row, layers)
 
-    def generate(self, chats: Sequence[Chat], sampling: Sampling, *, legal=None, seeds=None):
+    def generate(
+        self, chats: Sequence[Chat], sampling: Sampling, *, legal=None, seeds=None, done=None
+    ):
         torch = _torch()
         sizes = [sum(len(m["content"]) for m in c) for c in chats]
         order = sorted(range(len(chats)), key=lambda i: -sizes[i])
@@ -214,18 +217,21 @@ class HFBackend:
         for start in range(0, len(order), self.max_batch):
             idx = order[start : start + self.max_batch]
             rows = [chats[i] for i in idx]
-            row_legal = [legal[i] for i in idx] if legal else None
+            if legal:
+                row_checks = [functools.partial(_holds_action, legal=legal[i]) for i in idx]
+            else:
+                row_checks = [done[i] for i in idx] if done else None
             seed = derive(0, *(seeds[i] for i in idx)) if seeds else 0
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed % (2**63))
                 for i, gen in zip(
-                    idx, self._generate_chunk(rows, sampling, row_legal), strict=True
+                    idx, self._generate_chunk(rows, sampling, row_checks), strict=True
                 ):
                     out[i] = gen
         return out  # type: ignore[return-value]
 
     def _generate_chunk(
-        self, chats: list[Chat], sampling: Sampling, legal: list[tuple[str, ...]] | None
+        self, chats: list[Chat], sampling: Sampling, checks: list[Callable[[str], bool]] | None
     ) -> list[Generation]:
         torch = _torch()
         from transformers import StoppingCriteriaList
@@ -233,7 +239,7 @@ class HFBackend:
         start = time.perf_counter()
         enc = self._encode(chats)
         width = enc.input_ids.shape[1]
-        stops = StoppingCriteriaList([_ActionStop(self.tokenizer, width, legal)] if legal else [])
+        stops = StoppingCriteriaList([_DoneStop(self.tokenizer, width, checks)] if checks else [])
         kwargs: dict[str, Any] = {"do_sample": not sampling.greedy}
         if not sampling.greedy:
             kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p)
@@ -263,8 +269,8 @@ class HFBackend:
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
             hit_limit = len(ids) >= sampling.max_new_tokens
             finish = "length" if hit_limit else "stop"
-            if legal is not None and parse_action(text, ("",)).reason != "empty":
-                finish = "action" if not hit_limit else finish
+            if checks is not None and checks[len(gens)](text):
+                finish = "action"
             gens.append(
                 Generation(
                     text=text,
@@ -411,20 +417,25 @@ class _Trie:
         return p
 
 
-class _ActionStop:
-    """Per-sequence stop: the last non-empty line holds a legal action, no ``<think>`` open."""
+def _holds_action(text: str, legal: tuple[str, ...]) -> bool:
+    """SPEC §4.1: the last non-empty line holds a legal action and no ``<think>`` is open."""
+    return parse_action(text, legal).token is not None
 
-    def __init__(self, tokenizer, prompt_width: int, legal: list[tuple[str, ...]]):
+
+class _DoneStop:
+    """Per-sequence stop once that sequence's check says its answer is complete."""
+
+    def __init__(self, tokenizer, prompt_width: int, checks: list[Callable[[str], bool]]):
         self.tokenizer = tokenizer
         self.width = prompt_width
-        self.legal = legal
+        self.checks = checks
 
     def __call__(self, input_ids, scores, **kwargs):
         torch = _torch()
         done = []
-        for row, legal in zip(input_ids, self.legal, strict=True):
+        for row, check in zip(input_ids, self.checks, strict=True):
             text = self.tokenizer.decode(row[self.width :], skip_special_tokens=True)
-            done.append(parse_action(text, legal).token is not None)
+            done.append(check(text))
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 

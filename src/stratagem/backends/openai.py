@@ -108,7 +108,9 @@ class OpenAIBackend:
             cache=str(cache_root() / "responses.sqlite"),
         )
 
-    def generate(self, chats: Sequence[Chat], sampling: Sampling, *, legal=None, seeds=None):
+    def generate(
+        self, chats: Sequence[Chat], sampling: Sampling, *, legal=None, seeds=None, done=None
+    ):
         seeds = list(seeds) if seeds is not None else [None] * len(chats)
         jobs = [
             self._pool.submit(self._complete, chat, sampling, seed)

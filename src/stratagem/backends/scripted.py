@@ -30,7 +30,9 @@ class ScriptedBackend:
         self.prob_calls: list[int] = []
         self._next = 0
 
-    def generate(self, chats: Sequence[Chat], sampling: Sampling, *, legal=None, seeds=None):
+    def generate(
+        self, chats: Sequence[Chat], sampling: Sampling, *, legal=None, seeds=None, done=None
+    ):
         self.calls.append(len(chats))
         out = []
         for chat in chats:

@@ -36,6 +36,8 @@ def tournament_command(
     out: Path = typer.Option(None, "--out", "-o", help="Run folder [runs/tournament-<game>]."),
     max_new_tokens: int = typer.Option(256, help="LLM agents: tokens per turn."),
     base_url: str = typer.Option(None, help="Endpoint for openai:MODEL agents."),
+    strategy_guide: bool = typer.Option(True, "--strategy-guide/--no-strategy-guide",
+                                        help="Bargaining: include the negotiation tips."),
 ) -> None:
     """Every agent against every agent in both roles (itself included) on the same scenarios."""
     the_game = get_game(game)
@@ -62,7 +64,10 @@ def tournament_command(
         scenarios = make_scenarios(parts[split_name], gft, ngft, seed)
         count = len(scenarios)
         extra["catalog"] = str(catalog) if catalog else "builtin"
+        the_game.strategy_guide = strategy_guide
+        extra["strategy_guide"] = strategy_guide
     options = LLMOptions(max_new_tokens=max_new_tokens, base_url=base_url)
+    extra["llm"] = options.fingerprint()
     built = {}
     for name in names:
         spec = name if ":" in name or name in ("hf",) else f"strategy:{name}"
