@@ -122,3 +122,22 @@ def test_decisions_record_raw_text_prompt_and_tokens():
     d = trace.decisions[0]
     assert d.text == "My value is high.\nHIGH" and d.action == "HIGH" and d.status == "ok"
     assert "worth" in d.prompt and d.tokens == 5
+
+
+def test_free_form_turns_pass_a_completion_check_to_the_backend():
+    from stratagem.games.bargaining import Bargaining
+
+    game = Bargaining()
+    seen = {}
+
+    class Spy(ScriptedBackend):
+        def generate(self, chats, sampling, *, legal=None, seeds=None, done=None):
+            seen["done"] = done
+            return super().generate(chats, sampling, legal=legal, seeds=seeds, done=done)
+
+    answer = "Thought: x\nCode:\n```py\nmake_offer(price=100)\nwait_for_response()\n```"
+    agent = LLMAgent(Spy(always(answer)), game)
+    obs = game.new_episode(0).observe(0)
+    decision = agent.act([obs])[0]
+    assert decision.status == "ok" and seen["done"] is not None
+    assert seen["done"][0](answer) and not seen["done"][0]("Thought: still thinking")

@@ -90,6 +90,11 @@ class LLMAgent:
             )
         return decisions
 
+    def _complete(self, text: str) -> bool:
+        """A free-form answer is complete once the game accepts it."""
+        action = self.game.parse(text, ())
+        return action is not None and not isinstance(action, Invalid)
+
     def _free_form(
         self, batch: Sequence[Observation], gens: list[Generation], start: float
     ) -> list[Decision]:
