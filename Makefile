@@ -35,6 +35,7 @@ test-fast: setup
 
 bench: setup
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/bargaining.py
 	$(BIN)/python benchmarks/llm.py
 
 golden: setup

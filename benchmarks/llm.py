@@ -31,8 +31,10 @@ def rollout(backend, game_name, n, max_live, opponent, reuse=True, stop=True):
     backend.reset_prefix_cache()
     game = get_game(game_name)
     agent = LLMAgent(backend, game, SAMPLING, stop_on_action=stop)
-    specs = [EpisodeSpec(str(i), i, (agent, get_strategy(game_name, opponent)), {"seat": 0})
-             for i in range(n)]
+    specs = [
+        EpisodeSpec(str(i), i, (agent, get_strategy(game_name, opponent)), {"seat": 0})
+        for i in range(n)
+    ]
     start = time.perf_counter()
     traces = list(play(game, specs, max_live=max_live))
     seconds = time.perf_counter() - start
@@ -47,11 +49,17 @@ def raw_generate(backend, n):
     enc = backend.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
     start = time.perf_counter()
     with torch.inference_mode():
-        out = backend.model.generate(**enc, max_new_tokens=SAMPLING.max_new_tokens,
-                                     do_sample=False, temperature=None, top_p=None, top_k=None,
-                                     pad_token_id=backend.tokenizer.pad_token_id)
+        out = backend.model.generate(
+            **enc,
+            max_new_tokens=SAMPLING.max_new_tokens,
+            do_sample=False,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+            pad_token_id=backend.tokenizer.pad_token_id,
+        )
     seconds = time.perf_counter() - start
-    new = out[:, enc.input_ids.shape[1]:]
+    new = out[:, enc.input_ids.shape[1] :]
     tokens = int((new != backend.tokenizer.pad_token_id).sum())
     return n / seconds, tokens / seconds
 
@@ -65,20 +73,29 @@ def main() -> None:
     for stop in (False, True):
         _, s_seq, d_seq, t_seq = rollout(backend, "negotiation", 4, 1, "FairSplit", stop=stop)
         seq_rate, seq_tok = d_seq / s_seq, t_seq / s_seq
-        title = ("stopping at the action (SPEC §4.1)" if stop else
-                 "equal work: every decision generates 16 tokens")
+        title = (
+            "stopping at the action (SPEC §4.1)"
+            if stop
+            else "equal work: every decision generates 16 tokens"
+        )
         print(f"\n{title}\n")
-        print("| concurrent episodes | batched decisions/s | tokens/s | one-at-a-time "
-              "decisions/s | tokens/s | batched ÷ one-at-a-time |")
+        print(
+            "| concurrent episodes | batched decisions/s | tokens/s | one-at-a-time "
+            "decisions/s | tokens/s | batched ÷ one-at-a-time |"
+        )
         print("| ---: | ---: | ---: | ---: | ---: | ---: |")
         for n in (1, 4, 16, 64):
             _, s, d, t = rollout(backend, "negotiation", n, n, "FairSplit", stop=stop)
             batched[(stop, n)] = d / s
-            print(f"| {n} | {d / s:.2f} | {t / s:.1f} | {seq_rate:.2f} | {seq_tok:.1f} | "
-                  f"{(d / s) / seq_rate:.1f}× |")
+            print(
+                f"| {n} | {d / s:.2f} | {t / s:.1f} | {seq_rate:.2f} | {seq_tok:.1f} | "
+                f"{(d / s) / seq_rate:.1f}× |"
+            )
 
-    print("\n| batch | rollout decisions/s (16 tokens each) | raw generate decisions/s "
-          "| rollout ÷ raw |")
+    print(
+        "\n| batch | rollout decisions/s (16 tokens each) | raw generate decisions/s "
+        "| rollout ÷ raw |"
+    )
     print("| ---: | ---: | ---: | ---: |")
     for n in (16, 64):
         raw = statistics.median(raw_generate(backend, n)[0] for _ in range(2))

@@ -62,6 +62,13 @@ def test_fifteen_thousand_negotiations_killed_three_times_each_exactly_once(tmp_
     ids = [json.loads(line)["episode_id"] for line in traces.read_text().splitlines()]
     assert len(ids) == len(set(ids)) == 15_000
     print(f"15,000 negotiations with 3 kills and a resume: {elapsed:.1f} s")
+    assert elapsed < 60
+    clean = tmp_path / "clean"
+    subprocess.run(cmd(clean), check=True, capture_output=True)
+    assert sorted(traces.read_text().splitlines()) == sorted(
+        (clean / "traces.jsonl").read_text().splitlines()
+    )
+    assert (out / "summary.csv").read_text() == (clean / "summary.csv").read_text()
     for name in (
         "summary.csv",
         "summary.parquet",
@@ -174,3 +181,24 @@ def test_tournament_cli_errors_are_one_line(tmp_path):
     )
     assert r.returncode == 2 and "did you mean 'Boulware'" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_sigint_stops_cleanly_with_a_resume_hint(tmp_path):
+    out = tmp_path / "rr"
+    traces = out / "traces.jsonl"
+    proc = subprocess.Popen(cmd(out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (traces.exists() and traces.stat().st_size > 500_000):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "Resume with: stratagem tournament" in err and "Traceback" not in err
+    lines = traces.read_text().splitlines()
+    assert all(json.loads(line)["episode_id"] for line in lines)
+    assert json.loads((out / "run.json").read_text())["status"] == "started"
+    subprocess.run(cmd(out), check=True, capture_output=True)
+    ids = [json.loads(line)["episode_id"] for line in traces.read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == 15_000
+    manifest = json.loads((out / "run.json").read_text())
+    assert manifest["status"] == "complete" and manifest["versions"]["stratagem"]

@@ -167,3 +167,28 @@ def test_rerun_of_a_finished_run_plays_nothing(tmp_path):
     first = (out / "traces.jsonl").read_bytes()
     subprocess.run(_eval_cmd(out, 2), check=True, stdout=subprocess.DEVNULL)
     assert (out / "traces.jsonl").read_bytes() == first
+
+
+def test_record_larger_than_a_megabyte_torn_mid_write(tmp_path):
+    path = tmp_path / "t.jsonl"
+    with TraceWriter(path) as w:
+        w.write(tiny_trace(0))
+        w.write(tiny_trace(1, text="x" * 1_500_000))
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 700_000])  # killed halfway through the big record
+    with pytest.warns(UserWarning, match="dropped"):
+        w = TraceWriter(path)
+    assert w.done == {"ep0"}
+    w.close()
+    assert [json.loads(x)["episode_id"] for x in path.read_text().splitlines()] == ["ep0"]
+
+
+def test_runtime_settings_may_change_on_resume(tmp_path):
+    out = tmp_path / "run"
+    subprocess.run(_eval_cmd(out, 2), check=True, stdout=subprocess.DEVNULL)
+    again = subprocess.run(
+        _eval_cmd(out, 2) + ["--max-batch", "8", "--concurrency", "3"],
+        capture_output=True,
+        text=True,
+    )
+    assert again.returncode == 0, again.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,8 @@ class RunFolder:
             "runtime": dict(runtime or {}),
             "status": "started",
             "started": _now(),
+            "command": sys.argv,
+            "versions": _versions(),
         }
         self._write_manifest()
 
@@ -76,6 +79,20 @@ class RunFolder:
 
 def read_fingerprint(path: str | Path) -> dict[str, Any]:
     return json.loads((Path(path) / MANIFEST).read_text())["fingerprint"]
+
+
+def _versions() -> dict[str, str | None]:
+    """Versions of the packages that shape results (those not imported are looked up, not
+    imported)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {"python": sys.version.split()[0]}
+    for name in ("stratagem", "torch", "transformers", "peft", "trl", "openai"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
 
 
 def _now() -> str:

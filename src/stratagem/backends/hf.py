@@ -51,7 +51,9 @@ class HFBackend:
         prefix_reuse: bool = True,
     ):
         from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()  # our own progress bar is the one to watch
         torch = _torch()
         path = str(embedded_dir()) if model == EMBEDDED else model
         self.model_id = (EMBEDDED_NAME if model == EMBEDDED else model) + (

@@ -34,7 +34,8 @@ def main() -> None:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        err.print("interrupted; rerun the same command to resume")
+        command = " ".join(["stratagem", *sys.argv[1:]])
+        err.print(f"interrupted; every finished episode is saved. Resume with: {command}")
         sys.exit(130)
 
 

@@ -36,8 +36,11 @@ def tournament_command(
     out: Path = typer.Option(None, "--out", "-o", help="Run folder [runs/tournament-<game>]."),
     max_new_tokens: int = typer.Option(256, help="LLM agents: tokens per turn."),
     base_url: str = typer.Option(None, help="Endpoint for openai:MODEL agents."),
-    strategy_guide: bool = typer.Option(True, "--strategy-guide/--no-strategy-guide",
-                                        help="Bargaining: include the negotiation tips."),
+    strategy_guide: bool = typer.Option(
+        True,
+        "--strategy-guide/--no-strategy-guide",
+        help="Bargaining: include the negotiation tips.",
+    ),
 ) -> None:
     """Every agent against every agent in both roles (itself included) on the same scenarios."""
     the_game = get_game(game)

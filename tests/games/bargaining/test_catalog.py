@@ -68,16 +68,26 @@ def test_golden_hashes():
 
 def test_craigslist_loader_on_the_public_format(tmp_path):
     listings = [
-        {"category": "bike", "title": "Road bike", "description": ["Fast.", "Light."],
-         "price": 400, "item": "x", "post_id": "1", "images": [], "attrs": []},
+        {
+            "category": "bike",
+            "title": "Road bike",
+            "description": ["Fast.", "Light."],
+            "price": 400,
+            "item": "x",
+            "post_id": "1",
+            "images": [],
+            "attrs": [],
+        },
         {"category": "phone", "title": "Phone", "description": [], "price": -1},
         {"category": "car", "title": "Car", "description": "One owner.", "price": 5800},
     ]
     path = tmp_path / "craigslist_train.json"
     path.write_text(json.dumps(listings))
     items = load_craigslist(path)
-    assert [(i.title, i.low, i.high) for i in items] == [("Road bike", 200.0, 400.0),
-                                                         ("Car", 2900.0, 5800.0)]
+    assert [(i.title, i.low, i.high) for i in items] == [
+        ("Road bike", 200.0, 400.0),
+        ("Car", 2900.0, 5800.0),
+    ]
     assert items[0].description == "Fast. Light."
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
@@ -89,5 +99,4 @@ def test_craigslist_loader_on_the_public_format(tmp_path):
 def test_craigslist_loader_on_real_files():
     for path in sorted(SHARED_DATA.glob("*.json")):
         items = load_craigslist(path)
-        assert len(items) > 100 and all(i.high > 0 and i.low == round(i.high / 2, 2)
-                                        for i in items)
+        assert len(items) > 100 and all(i.high > 0 and i.low == round(i.high / 2, 2) for i in items)
