@@ -290,3 +290,42 @@ def test_without_logprobs_a_constrained_reask_decides():
         probs = backend(s).choice_probs([CHAT], [("COOPERATE", "DEFECT")])[0]
     assert probs == {"COOPERATE": 0.0, "DEFECT": 1.0}
     assert "exactly one of" in s.requests[1]["messages"][-1]["content"]
+
+
+def test_native_tool_calls_are_validated_like_code():
+    from stratagem.agents.llm import LLMAgent
+    from stratagem.games.bargaining import Bargaining, Invalid
+
+    def tool_reply(calls):
+        body = completion(None, "tool_calls")
+        body["choices"][0]["message"]["tool_calls"] = [
+            {
+                "id": f"c{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            for i, (name, args) in enumerate(calls)
+        ]
+        return ("body", body)
+
+    game = Bargaining()
+    obs = game.new_episode(0).observe(0)
+    good = tool_reply([("make_offer", {"price": 120}), ("wait_for_response", {})])
+    bad = tool_reply([("make_offer", {"price": True}), ("wait_for_response", {})])
+    with FaultServer([good, bad]) as s:
+        agent = LLMAgent(backend(s), game)
+        first = agent.act([obs])[0]
+        second = agent.act([obs])[0]
+    assert first.status == "ok"
+    assert game.token(first.action) == "make_offer(price=120.0); wait_for_response()"
+    assert isinstance(second.action, Invalid) and "price must be a number" in second.action.reason
+    names = [t["function"]["name"] for t in s.requests[0]["tools"]]
+    assert names == [
+        "make_offer",
+        "respond_to_offer",
+        "send_message",
+        "search_price",
+        "quit_negotiation",
+        "wait_for_response",
+        "wait_for_time_period",
+    ]

@@ -52,8 +52,15 @@ class LLMAgent:
         free_form = not any(o.legal for o in batch)
         legal = [o.legal for o in batch] if self.stop_on_action and not free_form else None
         done = [self._complete] * len(batch) if free_form and self.stop_on_action else None
+        extra = {}
+        if (
+            free_form
+            and getattr(self.backend, "supports_tools", False)
+            and hasattr(self.game, "tool_schemas")
+        ):
+            extra["tools"] = self.game.tool_schemas()  # native tool calls where offered
         gens = self.backend.generate(
-            chats, self.sampling, legal=legal, seeds=[o.seed for o in batch], done=done
+            chats, self.sampling, legal=legal, seeds=[o.seed for o in batch], done=done, **extra
         )
         if free_form:
             return self._free_form(batch, gens, start)
@@ -103,7 +110,11 @@ class LLMAgent:
         seconds = (time.perf_counter() - start) / len(batch)
         out = []
         for obs, gen in zip(batch, gens, strict=True):
-            action = self.game.parse(gen.text, obs.legal)
+            native = gen.info.get("tool_calls")
+            if native and hasattr(self.game, "parse_tool_calls"):
+                action = self.game.parse_tool_calls(native, gen.text)
+            else:
+                action = self.game.parse(gen.text, obs.legal)
             if action is None:
                 action = Invalid("no action found")
             out.append(

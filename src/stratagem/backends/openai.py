@@ -91,6 +91,7 @@ class OpenAIBackend:
         self._jitter = random.Random(0)
         self._jitter_lock = threading.Lock()
         self.requests = 0  # HTTP attempts made (for tests and the run manifest)
+        self.supports_tools = True  # native JSON tool calls (passed as ``tools=``)
 
     @classmethod
     def from_options(cls, model: str, options: Any) -> OpenAIBackend:
@@ -109,11 +110,18 @@ class OpenAIBackend:
         )
 
     def generate(
-        self, chats: Sequence[Chat], sampling: Sampling, *, legal=None, seeds=None, done=None
+        self,
+        chats: Sequence[Chat],
+        sampling: Sampling,
+        *,
+        legal=None,
+        seeds=None,
+        done=None,
+        tools=None,
     ):
         seeds = list(seeds) if seeds is not None else [None] * len(chats)
         jobs = [
-            self._pool.submit(self._complete, chat, sampling, seed)
+            self._pool.submit(self._complete, chat, sampling, seed, tools)
             for chat, seed in zip(chats, seeds, strict=True)
         ]
         return [job.result() for job in jobs]
@@ -128,9 +136,13 @@ class OpenAIBackend:
             params["seed"] = seed % (2**31)
         return params
 
-    def _complete(self, chat: Chat, sampling: Sampling, seed: int | None) -> Generation:
+    def _complete(
+        self, chat: Chat, sampling: Sampling, seed: int | None, tools: list | None = None
+    ) -> Generation:
         messages = [dict(m) for m in chat]
         params = self._params(sampling, seed)
+        if tools:
+            params["tools"] = tools
         key = cache_key(
             kind="openai",
             model=self.model,
@@ -146,6 +158,7 @@ class OpenAIBackend:
                 finish_reason=hit.get("finish_reason", "stop"),
                 info={
                     "cached": True,
+                    "tool_calls": hit.get("tool_calls"),
                     "system_fingerprint": hit.get("fingerprint"),
                     "original_seconds": hit.get("seconds"),
                 },
@@ -162,7 +175,9 @@ class OpenAIBackend:
             )
         seconds = time.perf_counter() - start
         gen = _generation(body, seconds, retries)
-        complete = gen.finish_reason in ("stop", "action") and gen.text != ""
+        complete = gen.finish_reason in ("stop", "action") and (
+            gen.text != "" or bool(gen.info.get("tool_calls"))
+        )
         if self.cache is not None and complete:
             self.cache.put(
                 key,
@@ -173,6 +188,7 @@ class OpenAIBackend:
                     "finish_reason": gen.finish_reason,
                     "seconds": seconds,
                     "fingerprint": gen.info.get("system_fingerprint"),
+                    "tool_calls": gen.info.get("tool_calls"),
                 },
             )
         return gen
@@ -280,6 +296,15 @@ def _generation(body: dict[str, Any], seconds: float, retries: list[Any]) -> Gen
     message = choice.get("message") or {}
     content = message.get("content") if isinstance(message, dict) else None
     finish = choice.get("finish_reason")
+    calls = _tool_calls(message)
+    if calls:
+        info["tool_calls"] = calls
+        return Generation(
+            content if isinstance(content, str) else "",
+            finish_reason="stop",
+            seconds=seconds,
+            info={**info, "api_finish_reason": finish},
+        )
     if not isinstance(content, str) or not content:
         reason = "null content" if content is None else "empty content"
         return Generation(
@@ -302,6 +327,18 @@ def _generation(body: dict[str, Any], seconds: float, retries: list[Any]) -> Gen
         seconds=seconds,
         info={**info, "api_finish_reason": finish},
     )
+
+
+def _tool_calls(message: Any) -> list[dict[str, Any]] | None:
+    """``[{"name", "arguments"}]`` from a message's native tool calls (arguments left as text)."""
+    if not isinstance(message, dict) or not isinstance(message.get("tool_calls"), list):
+        return None
+    calls = []
+    for call in message["tool_calls"]:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict):
+            calls.append({"name": fn.get("name"), "arguments": fn.get("arguments", "{}")})
+    return calls or None
 
 
 def _logprob_distribution(

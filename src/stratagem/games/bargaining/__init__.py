@@ -14,7 +14,15 @@ from stratagem.games.bargaining.catalog import (
     split,
 )
 from stratagem.games.bargaining.engine import BUYER, SELLER, BargainingState, render_turn
-from stratagem.games.bargaining.tools import MAX_PRICE, Call, ParseError, Turn, parse_turn
+from stratagem.games.bargaining.tools import (
+    MAX_PRICE,
+    Call,
+    ParseError,
+    Turn,
+    parse_json_calls,
+    parse_turn,
+    tool_schemas,
+)
 from stratagem.games.registry import GAMES
 
 __all__ = ["Bargaining", "Call", "Invalid", "Turn", "SELLER", "BUYER"]
@@ -52,6 +60,16 @@ class Bargaining:
     def parse(self, text: str, legal: tuple[str, ...] = ()) -> Turn | Invalid:
         try:
             return parse_turn(text)
+        except ParseError as exc:
+            return Invalid(str(exc))
+
+    def tool_schemas(self) -> list[dict]:
+        return tool_schemas()
+
+    def parse_tool_calls(self, tool_calls: list, thought: str = "") -> Turn | Invalid:
+        """Native JSON tool calls from an endpoint, with exactly the checks of ``parse``."""
+        try:
+            return Turn(parse_json_calls(tool_calls), thought[:2000])
         except ParseError as exc:
             return Invalid(str(exc))
 

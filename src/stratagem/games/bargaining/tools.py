@@ -253,5 +253,33 @@ def parse_json_calls(tool_calls: Any) -> tuple[Call, ...]:
     return check_turn(tuple(calls))
 
 
+_JSON_TYPES = {
+    "price": {"type": "number"},
+    "duration": {"type": "number"},
+    "bool": {"type": "boolean"},
+    "text": {"type": "string"},
+    "side_offer": {"type": ["string", "null"]},
+}
+
+
+def tool_schemas() -> list[dict[str, Any]]:
+    """The seven tools as OpenAI function-calling schemas (for endpoints with native tools)."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "parameters": {
+                    "type": "object",
+                    "properties": {p: _JSON_TYPES[kind] for p, kind, _ in params},
+                    "required": [p for p, _, required in params if required],
+                    "additionalProperties": False,
+                },
+            },
+        }
+        for name, params in SIGNATURES.items()
+    ]
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
