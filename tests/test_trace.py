@@ -192,3 +192,18 @@ def test_runtime_settings_may_change_on_resume(tmp_path):
         text=True,
     )
     assert again.returncode == 0, again.stderr
+
+
+def test_every_line_of_a_run_follows_the_schema(tmp_path):
+    import pydantic
+
+    from stratagem.trace import validate_line
+
+    for game, agent in [("kuhn", "TightValue"), ("multi_issue", "Adaptive"), ("auction", "Random")]:
+        evaluate(get_game(game), get_strategy(game, agent), episodes=2, out=tmp_path / game)
+        for line in (tmp_path / game / "traces.jsonl").read_text().splitlines():
+            validate_line(line)
+    record = json.loads(line)
+    record["unexpected"] = 1
+    with pytest.raises(pydantic.ValidationError):
+        validate_line(json.dumps(record))

@@ -194,3 +194,10 @@ def write_traces(path: str | Path, traces: Iterable[Trace]) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for t in traces:
             f.write(t.to_json() + "\n")
+
+
+def validate_line(line: str):
+    """Validate one trace line against the schema (pydantic, unknown fields refused)."""
+    from stratagem.trace_schema import TraceLine
+
+    return TraceLine.model_validate_json(line)

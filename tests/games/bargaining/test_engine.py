@@ -169,6 +169,9 @@ def test_garbage_gets_one_correction_then_the_fallback():
     assert info["offers"][0] == [ITEM.high]  # the listing fallback lists at the catalog high
     corrections = [d.prompt for d in trace.decisions if "could not be used" in (d.prompt or "")]
     assert len(corrections) == turns
+    from stratagem.trace import validate_line
+
+    validate_line(trace.to_json())
 
 
 def test_every_other_answer_garbage_continues_with_corrections():

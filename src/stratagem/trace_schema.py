@@ -1,0 +1,50 @@
+"""The trace-line schema for validation at the IO boundary (RELIABILITY E1).
+
+``trace.Trace`` is what the code passes around; this pydantic mirror checks lines read back from
+disk, refusing unknown fields and wrong types.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RoundLine(_Strict):
+    round: int
+    moves: list[tuple[int, str]]
+    payoffs: tuple[float | None, float | None]
+    info: dict[str, Any]
+
+
+class DecisionLine(_Strict):
+    seat: int
+    round: int
+    action: str
+    status: Literal["ok", "fallback", "failed"]
+    text: str | None
+    prompt: str | None
+    probs: dict[str, float] | None
+    tokens: int
+    seconds: float
+    info: dict[str, Any] | None
+
+
+class TraceLine(_Strict):
+    schema_version: Literal[1]
+    episode_id: str
+    game: str
+    version: int
+    seed: int
+    agents: tuple[str, str]
+    rounds: list[RoundLine]
+    decisions: list[DecisionLine]
+    scenario: dict[str, Any]
+    meta: dict[str, Any]
+    status: Literal["complete", "error", "timeout", "limit"]
+    error: str | None
