@@ -1,0 +1,1 @@
+"""Training: SFT data, SFT, and the SEPO-GRPO trainer. Maths lives in pure functions."""
