@@ -29,8 +29,9 @@ def test_round_advantages_match_the_naive_formula():
         assert torch.allclose(adv[:, t], expected)
     ret = group_advantages(rewards, credit="return")
     rtg = reward_to_go(rewards)
-    assert torch.allclose(ret[:, 0], (rtg[:, 0] - rtg[:, 0].mean()) /
-                          (rtg[:, 0].std(unbiased=False) + 1e-8))
+    assert torch.allclose(
+        ret[:, 0], (rtg[:, 0] - rtg[:, 0].mean()) / (rtg[:, 0].std(unbiased=False) + 1e-8)
+    )
 
 
 def test_reward_to_go_credit_fixes_the_tit_for_tat_trap():
@@ -82,8 +83,9 @@ def test_own_episode_rewards_per_pool():
     kw = {"exploit_weight": 2.4, "collusion_weight": 1.0, "externality_weight": 1.8}
     assert shape_rewards(own, opp, greedy, ext, "exploit", **kw).tolist() == [[-12.0, -0.0]]
     assert shape_rewards(own, opp, greedy, ext, "collusive", **kw).tolist() == [[-1.0, -0.0]]
-    assert torch.allclose(shape_rewards(own, opp, greedy, ext, "train", **kw),
-                          torch.tensor([[-0.9, 1.0]]))
+    assert torch.allclose(
+        shape_rewards(own, opp, greedy, ext, "train", **kw), torch.tensor([[-0.9, 1.0]])
+    )
 
 
 @pytest.mark.parametrize("checkpoint", [False, True])

@@ -7,7 +7,7 @@ import sys
 import typer
 from rich.console import Console
 
-from stratagem.cli import evaluate, info, matrix, report, tournament
+from stratagem.cli import evaluate, info, matrix, report, tournament, train
 from stratagem.errors import StratagemError
 
 app = typer.Typer(
@@ -23,6 +23,7 @@ app.command("eval")(evaluate.eval_command)
 app.command("matrix")(matrix.matrix_command)
 app.command("report")(report.report_command)
 app.command("tournament")(tournament.tournament_command)
+app.command("gen-sft")(train.gen_sft_command)
 
 err = Console(stderr=True, soft_wrap=True)
 

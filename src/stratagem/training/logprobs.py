@@ -18,8 +18,9 @@ from torch.utils.checkpoint import checkpoint as _checkpoint
 CHUNK = 32
 
 
-def naive_token_logprobs(hidden: torch.Tensor, weight: torch.Tensor,
-                         targets: torch.Tensor) -> torch.Tensor:
+def naive_token_logprobs(
+    hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor
+) -> torch.Tensor:
     """(B, T, H), (V, H), (B, T) -> (B, T) via the full (B, T, V) log-softmax."""
     logits = hidden @ weight.T  # (B, T, V)
     return logits.float().log_softmax(-1).gather(-1, targets[..., None]).squeeze(-1)
@@ -42,8 +43,8 @@ def chunked_token_logprobs(
     """(B, T, H), (V, H), (B, T) -> (B, T), ``chunk`` positions at a time."""
     pieces = []
     for start in range(0, hidden.shape[1], chunk):
-        h = hidden[:, start:start + chunk]
-        t = targets[:, start:start + chunk]
+        h = hidden[:, start : start + chunk]
+        t = targets[:, start : start + chunk]
         if checkpoint and torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad):
             pieces.append(_checkpoint(_chunk, h, weight, t, use_reentrant=False))
         else:
