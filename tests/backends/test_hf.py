@@ -100,3 +100,17 @@ def test_batch_size_may_change_greedy_text(backend):
     alone = backend.generate([chat_for(obs[0])], Sampling(max_new_tokens=16))[0].text
     batched = backend.generate([chat_for(o) for o in obs], Sampling(max_new_tokens=16))[0].text
     print(f"batch 1 vs 4 identical: {alone == batched}")
+
+
+def test_prefix_store_is_bounded_by_bytes():
+    import torch
+
+    from stratagem.backends.prefix_cache import PrefixStore
+
+    store = PrefixStore(max_entries=100, max_bytes=10_000)
+    layer = [(torch.zeros(1, 10, 50), torch.zeros(1, 10, 50))]  # 4,000 bytes an entry
+    for i in range(5):
+        store.add([i, 1, 2], layer)
+    assert len(store) == 2 and store.bytes == 8_000
+    assert store.longest([4, 1, 2, 3])[0] == 3
+    assert store.longest([0, 1, 2, 3])[0] == 0  # evicted

@@ -21,8 +21,12 @@ Layers = list[tuple[Any, Any]]  # per layer: keys, values of shape (heads, token
 
 
 class PrefixStore:
-    def __init__(self, max_entries: int = 128):
+    """Least-recently-used KV caches, bounded by entry count and by bytes."""
+
+    def __init__(self, max_entries: int = 128, max_bytes: int = 1 << 30):
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.bytes = 0
         self._entries: OrderedDict[tuple[int, ...], tuple[np.ndarray, Layers]] = OrderedDict()
 
     def __len__(self) -> int:
@@ -52,10 +56,21 @@ class PrefixStore:
         key = tuple(ids)
         # an entry that is a prefix of the new one is superseded by it
         for old in [k for k in self._entries if len(k) <= len(key) and key[: len(k)] == k]:
-            del self._entries[old]
+            self._drop(old)
         self._entries[key] = (np.asarray(ids), layers)
-        while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
+        self.bytes += _size(layers)
+        while self._entries and (len(self._entries) > self.max_entries
+                                 or self.bytes > self.max_bytes):
+            self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: tuple[int, ...]) -> None:
+        _, layers = self._entries.pop(key)
+        self.bytes -= _size(layers)
 
     def clear(self) -> None:
         self._entries.clear()
+        self.bytes = 0
+
+
+def _size(layers: Layers) -> int:
+    return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in layers)
