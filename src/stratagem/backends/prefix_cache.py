@@ -59,8 +59,9 @@ class PrefixStore:
             self._drop(old)
         self._entries[key] = (np.asarray(ids), layers)
         self.bytes += _size(layers)
-        while self._entries and (len(self._entries) > self.max_entries
-                                 or self.bytes > self.max_bytes):
+        while self._entries and (
+            len(self._entries) > self.max_entries or self.bytes > self.max_bytes
+        ):
             self._drop(next(iter(self._entries)))
 
     def _drop(self, key: tuple[int, ...]) -> None:

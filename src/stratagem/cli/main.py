@@ -24,6 +24,7 @@ app.command("matrix")(matrix.matrix_command)
 app.command("report")(report.report_command)
 app.command("tournament")(tournament.tournament_command)
 app.command("gen-sft")(train.gen_sft_command)
+app.add_typer(train.train_app, name="train")
 
 err = Console(stderr=True, soft_wrap=True)
 
