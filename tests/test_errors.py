@@ -19,7 +19,7 @@ class FlakyBackend:
     def __init__(self, failing: bool):
         self.failing = failing
 
-    def generate(self, chats, sampling, *, legal=None, seeds=None):
+    def generate(self, chats, sampling, *, legal=None, seeds=None, done=None):
         out = []
         for chat in chats:
             episode = chat[-1]["content"]  # the prompt is the same for a seed's first round

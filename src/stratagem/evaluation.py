@@ -97,18 +97,7 @@ def evaluate(
         **(fingerprint_extra or {}),
     }
     run = RunFolder(out, fingerprint, runtime={"max_live": max_live})
-    errors = 0
-    with run.writer() as writer:
-        for trace in play(
-            game,
-            specs,
-            max_live=max_live,
-            skip=set(writer.done),
-            on_error="record",
-            on_finish=on_episode,
-        ):
-            writer.write(trace)
-            errors += trace.status != "complete"
+    errors = run.play(game, specs, max_live=max_live, on_episode=on_episode)
     traces = read_traces(run.traces_path)
     result = _result(game, agent, traces, normalise, run.path)
     result.errors = errors

@@ -12,12 +12,12 @@ import datetime as dt
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from stratagem.errors import ConfigDriftError
-from stratagem.trace import TraceWriter, dumps
+from stratagem.trace import Trace, TraceWriter, dumps
 
 MANIFEST = "run.json"
 TRACES = "traces.jsonl"
@@ -66,6 +66,32 @@ class RunFolder:
 
     def writer(self) -> TraceWriter:
         return TraceWriter(self.traces_path)
+
+    def play(
+        self,
+        game: Any,
+        specs: Iterable[Any],
+        *,
+        max_live: int = 256,
+        on_episode: Callable[[Trace], None] | None = None,
+    ) -> int:
+        """Play every spec not yet in the trace file, appending each trace as it finishes;
+        returns how many ended in error (they run again on the next resume)."""
+        from stratagem.play import play
+
+        errors = 0
+        with self.writer() as writer:
+            for trace in play(
+                game,
+                specs,
+                max_live=max_live,
+                skip=set(writer.done),
+                on_error="record",
+                on_finish=on_episode,
+            ):
+                writer.write(trace)
+                errors += trace.status != "complete"
+        return errors
 
     def finish(self, status: str, **counts: Any) -> None:
         self._manifest.update(status=status, finished=_now(), **counts)

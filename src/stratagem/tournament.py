@@ -116,19 +116,8 @@ def round_robin(
         **(fingerprint_extra or {}),
     }
     run = RunFolder(out, fingerprint, runtime={"max_live": max_live})
-    errors = 0
     specs = round_robin_specs(agents, count=count, seed=seed, scenarios=scenarios)
-    with run.writer() as writer:
-        for trace in play(
-            game,
-            specs,
-            max_live=max_live,
-            skip=set(writer.done),
-            on_error="record",
-            on_finish=on_episode,
-        ):
-            writer.write(trace)
-            errors += trace.status != "complete"
+    errors = run.play(game, specs, max_live=max_live, on_episode=on_episode)
     result = write_tournament_report(game, run.path)
     result.errors = errors
     run.finish("partial" if errors else "complete", episodes=result.episodes, errors=errors)

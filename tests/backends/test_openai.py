@@ -91,7 +91,7 @@ def test_hung_server_never_hangs_the_run():
 
 
 def test_concurrency_limit_is_honoured():
-    with FaultServer([("ok", "COOPERATE")], delay=0.1) as s:
+    with FaultServer([("ok", "COOPERATE")], delay=0.25) as s:
         b = backend(s, concurrency=4)
         chats = [[*CHAT, {"role": "user", "content": str(i)}] for i in range(40)]
         gens = b.generate(chats, Sampling(), seeds=list(range(40)))

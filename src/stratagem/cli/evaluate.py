@@ -9,11 +9,11 @@ from pathlib import Path
 import typer
 from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from stratagem.agents.spec import LLMOptions, is_llm, make_agent
 from stratagem.cli.config import load_config
+from stratagem.cli.progress import progress_bar
 from stratagem.evaluation import Evaluation, count_episodes, evaluate
 from stratagem.games import get_game
 from stratagem.report.tables import LABELS
@@ -100,13 +100,7 @@ def eval_command(
     if new_run:
         folder = folder.with_name(folder.name + time.strftime("-%Y%m%d-%H%M%S"))
     total = count_episodes(the_game, cfg.episodes)
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as progress:
+    with progress_bar(console) as progress:
         task = progress.add_task(f"{cfg.game} · {the_agent.name}", total=total)
         result = evaluate(
             the_game,

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from stratagem.agents.spec import LLMOptions, make_agent
+from stratagem.cli.progress import progress_bar
 from stratagem.errors import ConfigError
 from stratagem.games import get_game
 from stratagem.tournament import round_robin
@@ -77,13 +77,7 @@ def tournament_command(
         built[re.sub(r"[|]", "_", name)] = make_agent(spec, the_game, options)
     folder = out or Path("runs") / f"tournament-{game}"
     total = len(built) ** 2 * count
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as progress:
+    with progress_bar(console) as progress:
         task = progress.add_task(f"{game} round robin", total=total)
         result = round_robin(
             the_game,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from stratagem.cli.progress import progress_bar
 from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.training.sft_data import DATASETS, write_dataset
 
@@ -26,13 +26,7 @@ def gen_sft_command(
     for name in names:
         if name not in DATASETS:
             raise UnknownNameError("SFT dataset", name, DATASETS)
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as progress:
+    with progress_bar(console) as progress:
         for name in names:
             task = progress.add_task(name, total=sum(DATASETS[name].values()))
             card = write_dataset(name, out, seed, on_example=lambda t=task: progress.advance(t))
