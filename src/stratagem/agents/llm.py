@@ -17,6 +17,7 @@ from stratagem.agent import Decision
 from stratagem.agents.parsing import parse_action
 from stratagem.backends.base import Backend, Chat, Generation, Sampling
 from stratagem.game import Game, Invalid, Observation
+from stratagem.seeding import derive
 
 FINAL_ASK = "Now give only your final action, one of: {choices}."
 DIRECT_ASK = "Reply with your action only."
@@ -76,7 +77,9 @@ class LLMAgent:
             asks = [_fallback_chat(chats[i], gens[i], batch[i]) for i in missing]
             dists = self.backend.choice_probs(asks, [batch[i].legal for i in missing])
             for i, dist in zip(missing, dists, strict=True):
-                tokens[i] = _pick(dist, batch[i].seed, self.fallback)
+                # the draw depends on the sampled text too, so rollouts that share an episode
+                # seed (GRPO groups) still differ when their answers differ
+                tokens[i] = _pick(dist, derive(batch[i].seed, gens[i].text), self.fallback)
                 statuses[i] = "fallback"
                 probs[i] = dist
         seconds = (time.perf_counter() - start) / len(batch)

@@ -73,6 +73,7 @@ class HFBackend:
         self.model.eval()
         self.max_batch = max_batch
         self.prefix_reuse = prefix_reuse
+        self.return_ids = False  # trainers need the exact token ids of prompts and answers
         self.store = PrefixStore(max_entries=2 * max_batch)
         self._heads: dict[tuple[int, ...], Any] = {}
 
@@ -88,6 +89,7 @@ class HFBackend:
         self.dtype = next(model.parameters()).dtype
         self.max_batch = max_batch
         self.prefix_reuse = False  # a policy under training changes: never reuse stale KV
+        self.return_ids = True
         self.store = PrefixStore(max_entries=2 * max_batch)
         self._heads: dict[tuple[int, ...], Any] = {}
         return self
@@ -264,8 +266,8 @@ class HFBackend:
         seconds = (time.perf_counter() - start) / len(chats)
         new = output[:, width:]
         gens = []
-        for row, n_prompt, n_prefill in zip(
-            new, enc.prompt_tokens, enc.prefill_tokens, strict=True
+        for row, n_prompt, n_prefill, prompt_ids in zip(
+            new, enc.prompt_tokens, enc.prefill_tokens, enc.rows, strict=True
         ):
             ids = _strip_padding(row.tolist(), self.tokenizer)
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
@@ -281,6 +283,7 @@ class HFBackend:
                     prefill_tokens=n_prefill,
                     finish_reason=finish,
                     seconds=seconds,
+                    info={"prompt_ids": prompt_ids, "token_ids": ids} if self.return_ids else {},
                 )
             )
         return gens
