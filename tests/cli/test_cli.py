@@ -115,3 +115,10 @@ def test_games_and_strategies_listings(tmp_path):
     assert r.returncode == 0 and "multi_issue" in r.stdout
     r = stratagem("strategies", "--game", "ipd", cwd=tmp_path)
     assert "AlternatingDefect" in r.stdout and "exploit" in r.stdout
+
+
+def test_train_commands_validate_their_choices(tmp_path):
+    r = stratagem("train", "sepo", "--penalty", "sharde", cwd=tmp_path)
+    assert r.returncode == 2 and "did you mean 'shared'" in r.stderr
+    r = stratagem("train", "sft", "--data", "nowhere", cwd=tmp_path)
+    assert r.returncode == 2 and "gen-sft" in r.stderr and "Traceback" not in r.stderr

@@ -37,7 +37,9 @@ def gen_sft_command(
             )
 
 
-train_app = typer.Typer(help="Train a model: sft (LoRA with TRL).", no_args_is_help=True)
+train_app = typer.Typer(
+    help="Train a model: sft (LoRA with TRL), sepo (SEPO-GRPO).", no_args_is_help=True
+)
 
 
 @train_app.command("sft")
@@ -80,3 +82,57 @@ def sft_command(
         f"adapter: {adapter} (evaluate with: stratagem eval --game kuhn --agent hf "
         f"--adapter {adapter})"
     )
+
+
+@train_app.command("sepo")
+def sepo_command(
+    game: str = typer.Option("kuhn", "--game", "-g"),
+    model: str = typer.Option("embedded", help="embedded, a Hugging Face id or a local folder."),
+    adapter: str = typer.Option(None, help="Start from this LoRA adapter (an SFT run)."),
+    out: Path = typer.Option(Path("runs/sepo"), "--out", "-o"),
+    steps: int = typer.Option(100),
+    rollouts: int = typer.Option(4, help="Rollouts per opponent (one group, one seed)."),
+    credit: str = typer.Option("return", help="return (reward-to-go) or immediate."),
+    normalisation: str = typer.Option("round", help="round or episode (ablation)."),
+    penalty: str = typer.Option("own_episodes", help="own_episodes, per_rollout or shared."),
+    learning_rate: float = typer.Option(None, help="Default 1e-5; Kuhn 3e-6."),
+    kl: float = typer.Option(None, help="β of the one-sided KL; default 0.01, Kuhn 0.2."),
+    temperature: float = typer.Option(0.8),
+    max_new_tokens: int = typer.Option(256),
+    checkpoint_every: int = typer.Option(10),
+    eval_episodes: int = typer.Option(20, help="Episodes per opponent at each checkpoint."),
+    seed: int = typer.Option(42),
+) -> None:
+    """SEPO-GRPO with its ablations; resumes from the newest complete checkpoint."""
+    from stratagem.games import get_game
+    from stratagem.training.sepo import SEPOArgs, train_sepo
+
+    get_game(game)
+    choices = {
+        "credit": (credit, ("return", "immediate")),
+        "normalisation": (normalisation, ("round", "episode")),
+        "penalty": (penalty, ("own_episodes", "per_rollout", "shared")),
+    }
+    for name, (value, allowed) in choices.items():
+        if value not in allowed:
+            raise UnknownNameError(name, value, allowed)
+    args = SEPOArgs(
+        game=game,
+        model=model,
+        adapter=adapter,
+        out=out,
+        steps=steps,
+        rollouts=rollouts,
+        credit=credit,
+        normalisation=normalisation,  # type: ignore[arg-type]
+        penalty=penalty,
+        learning_rate=learning_rate,
+        kl=kl,  # type: ignore[arg-type]
+        temperature=temperature,
+        max_new_tokens=max_new_tokens,
+        checkpoint_every=checkpoint_every,
+        eval_episodes=eval_episodes,
+        seed=seed,
+    )
+    folder = train_sepo(args, log=lambda line: console.print(line, highlight=False))
+    console.print(f"checkpoints, best.json and curve.png in {folder}")
