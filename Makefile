@@ -37,6 +37,7 @@ bench: setup
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/bargaining.py
 	$(BIN)/python benchmarks/llm.py
+	$(BIN)/python benchmarks/training.py
 
 golden: setup
 	$(BIN)/python tests/golden/regenerate.py
