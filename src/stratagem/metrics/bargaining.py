@@ -247,8 +247,11 @@ def pairwise(rows: pd.DataFrame, metric: str, role: str) -> pd.DataFrame:
     side = rows[rows.role == role]
     seller = np.where(side.role == "seller", side.agent, side.opponent)
     buyer = np.where(side.role == "buyer", side.agent, side.opponent)
-    table = side.assign(seller=seller, buyer=buyer).pivot_table(
-        index="buyer", columns="seller", values=metric, aggfunc="mean"
+    agents = sorted(set(rows.agent))
+    table = (
+        side.assign(seller=seller, buyer=buyer)
+        .pivot_table(index="buyer", columns="seller", values=metric, aggfunc="mean", dropna=False)
+        .reindex(index=agents, columns=agents)  # pairings without a value stay, as NaN
     )
     table.index.name, table.columns.name = "buyer", "seller"
     return table

@@ -29,11 +29,11 @@ def heatmap(table: pd.DataFrame, path: str | Path, title: str, cmap: str = "viri
             ax.text(
                 j,
                 i,
-                f"{values[i, j]:.2f}",
+                "–" if np.isnan(values[i, j]) else f"{values[i, j]:.2f}",
                 ha="center",
                 va="center",
                 fontsize=8,
-                color="black" if values[i, j] > mid else "white",
+                color="black" if np.isnan(values[i, j]) or values[i, j] > mid else "white",
             )
     ax.set_title(title)
     fig.colorbar(image, ax=ax)
