@@ -134,7 +134,7 @@ def write_tournament_report(game: Game, folder: Path) -> TournamentResult:
     if getattr(game, "roles", None) == ("seller", "buyer"):
         from stratagem.metrics import bargaining as bm
 
-        rows = pd.DataFrame(bm.negotiation_rows(traces))
+        rows = _canonical(pd.DataFrame(bm.negotiation_rows(traces)))
         summary = bm.summarise(rows)
         means, spreads = bm.price_tiers(rows)
         profile = bm.profiles(rows)
@@ -161,7 +161,7 @@ def write_tournament_report(game: Game, folder: Path) -> TournamentResult:
             radar(profile.set_index("agent"), folder / "profiles.png", "Bargaining profiles")
         )
     else:
-        rows = pd.DataFrame(_seat_rows(traces))
+        rows = _canonical(pd.DataFrame(_seat_rows(traces)))
         summary = (
             rows.groupby(["agent", "seat"])["payoff_per_round"]
             .agg(["mean", "sem", "count"])
@@ -176,6 +176,13 @@ def write_tournament_report(game: Game, folder: Path) -> TournamentResult:
             heatmap(table, folder / "heatmap_payoff.png", f"{game.name}: seat-0 payoff per round")
         )
     return TournamentResult(folder, len(rows) // 2 if len(rows) else 0, 0, summary, files)
+
+
+def _canonical(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows in episode-id order, so a resumed run (appended in another order) gives the same
+    tables to the last bit."""
+    keys = [k for k in ("episode_id", "role", "seat") if k in rows]
+    return rows.sort_values(keys, kind="stable").reset_index(drop=True) if len(rows) else rows
 
 
 def _seat_rows(traces: Iterable[Trace]) -> Iterator[dict]:

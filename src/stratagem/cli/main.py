@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 
 import typer
 from rich.console import Console
@@ -17,16 +19,39 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+err = Console(stderr=True, soft_wrap=True)
+
+
+def interruptible(command: Callable) -> Callable:
+    """Ctrl-C / SIGINT: finished episodes are already on disk; say how to resume, exit 130."""
+
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt:
+            line = " ".join(["stratagem", *sys.argv[1:]])
+            err.print(
+                f"interrupted; every finished episode is saved. Resume with: {line}",
+                highlight=False,
+            )
+            raise typer.Exit(130) from None
+
+    return run
+
+
 app.command("games")(info.games)
 app.command("strategies")(info.list_strategies)
-app.command("eval")(evaluate.eval_command)
+app.command("eval")(interruptible(evaluate.eval_command))
 app.command("matrix")(matrix.matrix_command)
 app.command("report")(report.report_command)
-app.command("tournament")(tournament.tournament_command)
-app.command("gen-sft")(train.gen_sft_command)
+app.command("tournament")(interruptible(tournament.tournament_command))
+app.command("gen-sft")(interruptible(train.gen_sft_command))
+train.train_app.registered_commands = [
+    type(c)(**{**vars(c), "callback": interruptible(c.callback)})
+    for c in train.train_app.registered_commands
+]
 app.add_typer(train.train_app, name="train")
-
-err = Console(stderr=True, soft_wrap=True)
 
 
 def main() -> None:
@@ -35,9 +60,8 @@ def main() -> None:
     except StratagemError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        command = " ".join(["stratagem", *sys.argv[1:]])
-        err.print(f"interrupted; every finished episode is saved. Resume with: {command}")
+    except KeyboardInterrupt:  # outside a command (while importing, parsing options)
+        err.print("interrupted")
         sys.exit(130)
 
 

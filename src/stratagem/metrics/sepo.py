@@ -113,6 +113,8 @@ def sepo_metrics(
     the λ weights transfer across games; rates are not scaled.
     """
     scale = 3.0 / game.reference_payoff if normalise else 1.0
+    # a canonical order: a resumed run appends episodes in another order, same metrics
+    traces = sorted(traces, key=lambda t: t.episode_id)
     u = pay_per_round(traces, "train").scaled(scale)
     e = exploit(traces).scaled(scale)
     c = collusion(traces, game)
