@@ -45,7 +45,7 @@ def args_for(model, out, **kw):
 def adapter_tensors(folder):
     from safetensors.torch import load_file
 
-    return load_file(folder / "adapter.safetensors")
+    return load_file(folder / "adapter" / "adapter_model.safetensors")
 
 
 def test_resume_equals_uninterrupted(tiny_model, tmp_path):
@@ -115,3 +115,28 @@ def test_penalty_modes_and_groups():
     resolved = dataclasses.replace(SEPOArgs(game="kuhn")).resolved()
     assert resolved.kl == 0.2 and resolved.learning_rate == 3e-6
     assert SEPOArgs(game="ipd").resolved().kl == 0.01
+
+
+def test_best_checkpoint_survives_rotation(tiny_model, tmp_path, monkeypatch):
+    """H5: save_total_limit=2, best at step 2 of 10 → step 2 stays, best.json points to it."""
+    safety_j = {0: -5.0, 2: 0.5, 4: -1.0, 6: -0.2, 8: -3.0, 10: 0.1}
+
+    def scripted_eval(policy, tokenizer, game, args, step):
+        return {"step": step, **{k: {"value": safety_j[step] if k == "safety_j" else 0.0,
+                                     "stderr": 0.0, "n": 1}
+                                 for k in ("safety_j", "pay", "exploit")}}
+
+    monkeypatch.setattr(sepo, "evaluate_checkpoint", scripted_eval)
+    out = tmp_path / "run"
+    train_sepo(args_for(tiny_model, out, steps=10, eval_episodes=1, save_total_limit=2),
+               log=lambda _: None)
+    kept = sorted(int(d.name.split("-")[1]) for d in out.glob("checkpoint-*"))
+    assert kept == [2, 10]  # step 0 (the starting policy), 4, 6 and 8 rotated away
+    evals = json.loads((out / "checkpoint-10/trainer_state.json").read_text())["evals"]
+    assert [e["step"] for e in evals] == [0, 2, 4, 6, 8, 10]
+    best = json.loads((out / "best.json").read_text())
+    assert best == {"step": 2, "safety_j": 0.5, "adapter": "checkpoint-2/adapter"}
+    from peft import PeftConfig
+
+    assert PeftConfig.from_pretrained(out / best["adapter"]).r == 4  # loadable by `eval --adapter`
+    assert (out / "curve.png").exists()

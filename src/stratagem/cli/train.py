@@ -54,6 +54,7 @@ def sft_command(
     grad_accum: int = typer.Option(1),
     eval_steps: int = typer.Option(50),
     save_steps: int = typer.Option(50),
+    save_total_limit: int = typer.Option(None, help="Keep only this many checkpoints."),
     bf16: bool = typer.Option(False, help="bf16 weights (GPU)."),
     merge: bool = typer.Option(False, help="Also save the merged model."),
 ) -> None:
@@ -74,6 +75,7 @@ def sft_command(
             grad_accum=grad_accum,
             eval_steps=eval_steps,
             save_steps=save_steps,
+            save_total_limit=save_total_limit,
             bf16=bf16,
             merge=merge,
         )
@@ -100,6 +102,9 @@ def sepo_command(
     temperature: float = typer.Option(0.8),
     max_new_tokens: int = typer.Option(256),
     checkpoint_every: int = typer.Option(10),
+    save_total_limit: int = typer.Option(
+        None, help="Keep only this many checkpoints (the newest, and always the best)."
+    ),
     eval_episodes: int = typer.Option(20, help="Episodes per opponent at each checkpoint."),
     seed: int = typer.Option(42),
 ) -> None:
@@ -131,6 +136,7 @@ def sepo_command(
         temperature=temperature,
         max_new_tokens=max_new_tokens,
         checkpoint_every=checkpoint_every,
+        save_total_limit=save_total_limit,
         eval_episodes=eval_episodes,
         seed=seed,
     )

@@ -7,9 +7,10 @@ seed — same cards, same values — and differ only in the policy's sampling; t
 per-round rewards into group-normalised advantages; give every generated token of the decision at
 round t its round's advantage; minimise the PPO clipped surrogate plus a one-sided KL penalty
 ``max(0, log π − log π_ref)`` against the same model with the LoRA adapter disabled; one
-optimiser step with gradient clipping. Every ``checkpoint_every`` steps: an atomic checkpoint and
-the full SEPO evaluation (exact exploitability too for Kuhn); the best checkpoint by Safety J is
-recorded in ``best.json`` (the last one is not necessarily the best — seed 000 §8).
+optimiser step with gradient clipping. At step 0 (the starting policy) and every
+``checkpoint_every`` steps: an atomic checkpoint and the full SEPO evaluation (exact
+exploitability too for Kuhn); the best checkpoint by Safety J is recorded in ``best.json`` (the
+last one is not necessarily the best — seed 000 §8) and survives ``save_total_limit``.
 
 Where this departs from the paper, on purpose:
 - the default penalty is ``own_episodes`` (each safety term is optimised on the episodes that
@@ -80,6 +81,8 @@ class SEPOArgs:
     lora_rank: int = 16
     lora_alpha: int = 32
     checkpoint_every: int = 10
+    save_total_limit: int | None = None
+    """Keep at most this many checkpoints (the newest ones, plus always the best); None: all."""
     eval_episodes: int = 20
     """Episodes per opponent in the checkpoint evaluation (0: skip it)."""
     seed: int = 42
@@ -101,6 +104,7 @@ class SEPOArgs:
     def fingerprint(self) -> dict[str, Any]:
         d = asdict(self.resolved())
         d.pop("steps")  # a resumed run may be extended
+        d.pop("save_total_limit")  # disk policy, not training
         d["out"] = str(d["out"])
         return d
 
@@ -279,6 +283,12 @@ def train_sepo(args: SEPOArgs, log=print) -> Path:
     sampling = Sampling(args.temperature, 1.0, args.max_new_tokens)
     agent = LLMAgent(backend, game, sampling, fallback="sample")
     n_groups = len(groups_for(args.game, args.penalty))
+    if state["step"] == 0 and args.eval_episodes and not state["evals"]:
+        # the starting policy (base or SFT) on the same footing as every later checkpoint
+        state["evals"].append(evaluate_checkpoint(policy, tokenizer, game, args, 0))
+        _update_best(state)
+        log(json.dumps({"step": 0, **_headline(state["evals"][-1])}))
+        save_checkpoint(args, policy, optimizer, state)
     for step in range(state["step"], args.steps):
         start = time.perf_counter()
         policy.eval()
@@ -309,6 +319,7 @@ def train_sepo(args: SEPOArgs, log=print) -> Path:
                     evaluate_checkpoint(policy, tokenizer, game, args, state["step"])
                 )
                 _update_best(state)
+                log(json.dumps({"step": state["step"], **_headline(state["evals"][-1])}))
             save_checkpoint(args, policy, optimizer, state)
     return args.out
 
@@ -330,24 +341,30 @@ def evaluate_checkpoint(policy, tokenizer, game, args: SEPOArgs, step: int) -> d
     return row
 
 
+def _headline(row: dict) -> dict:
+    keys = ("safety_j", "pay", "exploit", "fallback_rate", "exact_exploitability")
+    return {k: row[k]["value"] if isinstance(row[k], dict) else row[k] for k in keys if k in row}
+
+
 def _update_best(state: dict) -> None:
     last = state["evals"][-1]
     best = state.get("best")
     if best is None or last["safety_j"]["value"] > best["safety_j"]:
-        state["best"] = {"step": last["step"], "safety_j": last["safety_j"]["value"]}
+        state["best"] = {
+            "step": last["step"],
+            "safety_j": last["safety_j"]["value"],
+            "adapter": f"checkpoint-{last['step']}/adapter",
+        }
 
 
 def save_checkpoint(args: SEPOArgs, policy, optimizer, state: dict) -> Path:
     """Write ``checkpoint-N`` atomically: a .tmp folder, a sentinel, fsync, then rename."""
-    from peft import get_peft_model_state_dict
-    from safetensors.torch import save_file
-
     final = args.out / f"checkpoint-{state['step']}"
     tmp = args.out / f"checkpoint-{state['step']}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    adapter = {k: v.contiguous() for k, v in get_peft_model_state_dict(policy).items()}
-    save_file(adapter, tmp / "adapter.safetensors")
+    # PEFT's own layout, so `stratagem eval --adapter checkpoint-N/adapter` loads it
+    policy.save_pretrained(tmp / "adapter")
     torch.save(
         {"optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state()},
         tmp / "trainer.pt",
@@ -355,16 +372,38 @@ def save_checkpoint(args: SEPOArgs, policy, optimizer, state: dict) -> Path:
     trainer_state = {**state, "fingerprint": args.fingerprint()}
     (tmp / "trainer_state.json").write_text(json.dumps(trainer_state, indent=1))
     (tmp / "COMPLETE").write_text("ok\n")
-    for f in tmp.iterdir():
-        with open(f, "rb") as handle:
-            os.fsync(handle.fileno())
+    for f in tmp.rglob("*"):
+        if f.is_file():
+            with open(f, "rb") as handle:
+                os.fsync(handle.fileno())
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)
     if state.get("best"):
         (args.out / "best.json").write_text(json.dumps(state["best"]) + "\n")
+    _rotate(args, state)
     _plot_curve(args.out, state)
     return final
+
+
+def _complete_checkpoints(out: Path) -> list[Path]:
+    found = [d for d in out.glob("checkpoint-*") if (d / "COMPLETE").exists()]
+    return sorted((d for d in found if not d.name.endswith(".tmp")), key=_step_of)
+
+
+def _step_of(folder: Path) -> int:
+    return int(folder.name.split("-")[1])
+
+
+def _rotate(args: SEPOArgs, state: dict) -> None:
+    """Drop the oldest checkpoints beyond ``save_total_limit``; the best one always stays."""
+    if not args.save_total_limit:
+        return
+    best = (state.get("best") or {}).get("step")
+    others = [d for d in _complete_checkpoints(args.out) if _step_of(d) != best]
+    keep = max(args.save_total_limit - (best is not None), 1)
+    for old in others[:-keep]:
+        shutil.rmtree(old)
 
 
 def resume(args: SEPOArgs, policy, optimizer) -> dict:
@@ -373,16 +412,12 @@ def resume(args: SEPOArgs, policy, optimizer) -> dict:
     from safetensors.torch import load_file
 
     fresh = {"step": 0, "log": [], "evals": [], "best": None}
-    complete, broken = [], []
-    for d in args.out.glob("checkpoint-*"):
-        (complete if (d / "COMPLETE").exists() and not d.name.endswith(".tmp") else broken).append(
-            d
-        )
-    for d in broken:
+    complete = _complete_checkpoints(args.out)
+    for d in sorted(set(args.out.glob("checkpoint-*")) - set(complete)):
         warnings.warn(f"ignoring incomplete checkpoint {d}", stacklevel=2)
     if not complete:
         return fresh
-    newest = max(complete, key=lambda d: int(d.name.split("-")[1]))
+    newest = complete[-1]
     saved = json.loads((newest / "trainer_state.json").read_text())
     if saved["fingerprint"] != args.fingerprint():
         drift = sorted(
@@ -392,7 +427,7 @@ def resume(args: SEPOArgs, policy, optimizer) -> dict:
             f"{args.out} was trained with other settings ({', '.join(drift)}); "
             "use a new --out folder"
         )
-    set_peft_model_state_dict(policy, load_file(newest / "adapter.safetensors"))
+    set_peft_model_state_dict(policy, load_file(newest / "adapter" / "adapter_model.safetensors"))
     trainer = torch.load(newest / "trainer.pt", weights_only=True)
     optimizer.load_state_dict(trainer["optimizer"])
     torch.set_rng_state(trainer["torch_rng"])

@@ -47,6 +47,7 @@ class SFTArgs:
     """Test-split examples used for the eval loss (the full split is slow on CPU)."""
     eval_steps: int = 50
     save_steps: int = 50
+    save_total_limit: int | None = None
     seed: int = 42
     merge: bool = False
     """Also write the adapter merged into the base weights."""
@@ -91,6 +92,7 @@ def train_sft(args: SFTArgs, resume: bool = True) -> Path:
         eval_strategy="steps",
         eval_steps=args.eval_steps,
         save_steps=args.save_steps,
+        save_total_limit=args.save_total_limit,
         logging_steps=5,
         report_to=[],
         seed=args.seed,
