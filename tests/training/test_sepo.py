@@ -140,3 +140,35 @@ def test_best_checkpoint_survives_rotation(tiny_model, tmp_path, monkeypatch):
 
     assert PeftConfig.from_pretrained(out / best["adapter"]).r == 4  # loadable by `eval --adapter`
     assert (out / "curve.png").exists()
+
+
+def test_sft_adapter_is_the_start_and_the_kl_reference(tiny_model, tmp_path):
+    """Starting from an SFT adapter: it is merged into the weights, SEPO's fresh LoRA starts at
+    zero (policy == SFT) and disabling it gives the SFT policy, not the base model."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from stratagem.backends.hf import HFBackend
+
+    torch.manual_seed(1)
+    sft = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model),
+                         LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
+                                    init_lora_weights=False))  # a non-zero "trained" adapter
+    sft.save_pretrained(tmp_path / "sft")
+    ids = torch.tensor([[1, 2, 3, 4, 5]])
+    with torch.no_grad():
+        want = sft(input_ids=ids).logits
+        with sft.disable_adapter():
+            base = sft(input_ids=ids).logits
+    assert not torch.allclose(want, base)
+    policy, _ = sepo.load_policy(args_for(tiny_model, tmp_path / "run",
+                                          adapter=str(tmp_path / "sft")).resolved())
+    with torch.no_grad():
+        assert torch.allclose(policy(input_ids=ids).logits, want, atol=1e-5)
+        with policy.disable_adapter():
+            assert torch.allclose(policy(input_ids=ids).logits, want, atol=1e-5)
+    policy.save_pretrained(tmp_path / "sepo")
+    stacked = HFBackend(tiny_model, adapter=f"{tmp_path / 'sft'},{tmp_path / 'sepo'}",
+                        dtype="float32")
+    with torch.no_grad():
+        assert torch.allclose(stacked.model(input_ids=ids).logits, want, atol=1e-5)

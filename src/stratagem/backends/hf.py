@@ -69,7 +69,11 @@ class HFBackend:
         if adapter:
             from peft import PeftModel
 
-            self.model = PeftModel.from_pretrained(self.model, adapter)
+            # "sft,sepo": a stack — each adapter but the last is merged into the weights first
+            *below, top = adapter.split(",")
+            for folder in below:
+                self.model = PeftModel.from_pretrained(self.model, folder).merge_and_unload()
+            self.model = PeftModel.from_pretrained(self.model, top)
         self.model.eval()
         self.max_batch = max_batch
         self.prefix_reuse = prefix_reuse

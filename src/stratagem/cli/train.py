@@ -142,3 +142,13 @@ def sepo_command(
     )
     folder = train_sepo(args, log=lambda line: console.print(line, highlight=False))
     console.print(f"checkpoints, best.json and curve.png in {folder}")
+    best = folder / "best.json"
+    if best.exists():
+        import json
+
+        chosen = json.loads(best.read_text())
+        stack = ",".join([*filter(None, [chosen.get("below")]), str(folder / chosen["adapter"])])
+        console.print(
+            f"best by Safety J: step {chosen['step']} (evaluate with: stratagem eval --game "
+            f"{game} --agent hf --adapter {stack})"
+        )

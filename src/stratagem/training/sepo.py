@@ -61,7 +61,8 @@ class SEPOArgs:
     model: str = EMBEDDED
     """``embedded`` (SmolLM2-135M-Instruct), a Hugging Face id or a local folder."""
     adapter: str | None = None
-    """Start from this LoRA adapter (an SFT run); else a fresh LoRA of ``lora_rank``."""
+    """Start from this LoRA adapter (an SFT run): it is merged into the weights, which become the
+    KL reference, and SEPO trains a fresh LoRA of ``lora_rank`` on top."""
     out: Path = Path("runs/sepo")
     steps: int = 100
     rollouts: int = 4
@@ -119,7 +120,8 @@ class Sample:
 
 
 def load_policy(args: SEPOArgs):
-    """The base model with a trainable LoRA adapter (new, or the SFT one) and its tokenizer."""
+    """The base model (with the SFT adapter merged in, if any), a fresh trainable LoRA on top,
+    and the tokenizer."""
     from peft import LoraConfig, PeftModel, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -127,9 +129,13 @@ def load_policy(args: SEPOArgs):
     tokenizer = AutoTokenizer.from_pretrained(path)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    base = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    if args.adapter:
-        return PeftModel.from_pretrained(base, args.adapter, is_trainable=True), tokenizer
+    # bf16 weights on a GPU (PEFT keeps the LoRA weights in fp32); fp32 on CPU, bit-reproducible
+    gpu = torch.cuda.is_available()
+    base = AutoModelForCausalLM.from_pretrained(
+        path, dtype=torch.bfloat16 if gpu else torch.float32
+    ).to("cuda" if gpu else "cpu")
+    if args.adapter:  # the SFT policy is the start and the reference, as in the paper
+        base = PeftModel.from_pretrained(base, args.adapter).merge_and_unload()
     lora = LoraConfig(
         r=args.lora_rank,
         lora_alpha=args.lora_alpha,
@@ -241,11 +247,12 @@ def _penalties(traces: list[Trace], game: Any, args: SEPOArgs):
 
 def sequence_logprobs(model, prompt_ids: list[int], token_ids: list[int], chunk: int):
     """Log-probabilities of ``token_ids`` after ``prompt_ids`` under ``model``: (G,)."""
-    ids = torch.tensor([prompt_ids + token_ids])
+    device = model.get_output_embeddings().weight.device
+    ids = torch.tensor([prompt_ids + token_ids], device=device)
     out = model(input_ids=ids, output_hidden_states=True)
     hidden = out.hidden_states[-1][:, len(prompt_ids) - 1 : -1]  # (1, G, H)
     weight = model.get_output_embeddings().weight  # (V, H)
-    targets = torch.tensor([token_ids])
+    targets = torch.tensor([token_ids], device=device)
     return chunked_token_logprobs(hidden, weight, targets, chunk=chunk)[0]
 
 
@@ -355,6 +362,8 @@ def _update_best(state: dict) -> None:
             "safety_j": last["safety_j"]["value"],
             "adapter": f"checkpoint-{last['step']}/adapter",
         }
+        if state.get("below"):  # the SFT adapter this one sits on (`--adapter SFT,SEPO`)
+            state["best"]["below"] = state["below"]
 
 
 def save_checkpoint(args: SEPOArgs, policy, optimizer, state: dict) -> Path:
@@ -366,7 +375,11 @@ def save_checkpoint(args: SEPOArgs, policy, optimizer, state: dict) -> Path:
     # PEFT's own layout, so `stratagem eval --adapter checkpoint-N/adapter` loads it
     policy.save_pretrained(tmp / "adapter")
     torch.save(
-        {"optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state()},
+        {
+            "optimizer": optimizer.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        },
         tmp / "trainer.pt",
     )
     trainer_state = {**state, "fingerprint": args.fingerprint()}
@@ -411,7 +424,7 @@ def resume(args: SEPOArgs, policy, optimizer) -> dict:
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
-    fresh = {"step": 0, "log": [], "evals": [], "best": None}
+    fresh = {"step": 0, "log": [], "evals": [], "best": None, "below": args.adapter}
     complete = _complete_checkpoints(args.out)
     for d in sorted(set(args.out.glob("checkpoint-*")) - set(complete)):
         warnings.warn(f"ignoring incomplete checkpoint {d}", stacklevel=2)
@@ -431,6 +444,8 @@ def resume(args: SEPOArgs, policy, optimizer) -> dict:
     trainer = torch.load(newest / "trainer.pt", weights_only=True)
     optimizer.load_state_dict(trainer["optimizer"])
     torch.set_rng_state(trainer["torch_rng"])
+    if trainer.get("cuda_rng"):
+        torch.cuda.set_rng_state_all(trainer["cuda_rng"])
     saved.pop("fingerprint")
     return saved
 
