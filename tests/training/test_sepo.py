@@ -24,10 +24,17 @@ def tiny_model(tmp_path_factory):
 
     path = tmp_path_factory.mktemp("tiny")
     tokenizer = AutoTokenizer.from_pretrained(embedded_dir())
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=2048, tie_word_embeddings=True,
-                         pad_token_id=tokenizer.pad_token_id)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
@@ -35,9 +42,19 @@ def tiny_model(tmp_path_factory):
 
 
 def args_for(model, out, **kw):
-    base = dict(game="kuhn", model=model, out=out, steps=6, rollouts=2, max_new_tokens=6,
-                checkpoint_every=2, eval_episodes=0, lora_rank=4, lora_alpha=8,
-                learning_rate=1e-3)
+    base = dict(
+        game="kuhn",
+        model=model,
+        out=out,
+        steps=6,
+        rollouts=2,
+        max_new_tokens=6,
+        checkpoint_every=2,
+        eval_episodes=0,
+        lora_rank=4,
+        lora_alpha=8,
+        learning_rate=1e-3,
+    )
     base.update(kw)
     return SEPOArgs(**base)
 
@@ -87,14 +104,19 @@ def test_shared_penalty_adds_zero_gradient_on_a_real_step(tiny_model, tmp_path, 
     from stratagem.backends.base import Sampling
     from stratagem.backends.hf import HFBackend
 
-    agent = LLMAgent(HFBackend.from_model(policy, tokenizer, "tiny"), game,
-                     Sampling(0.8, 1.0, 6), fallback="sample")
+    agent = LLMAgent(
+        HFBackend.from_model(policy, tokenizer, "tiny"),
+        game,
+        Sampling(0.8, 1.0, 6),
+        fallback="sample",
+    )
     traces = sepo.rollout(agent, args, step=0)
     with_penalty = sepo.samples_from(traces, game, args)
     monkeypatch.setattr(sepo, "apply_penalty", lambda rewards, p, mode: rewards)
     without = sepo.samples_from(traces, game, args)
     assert [s.advantage for s in with_penalty] == pytest.approx(
-        [s.advantage for s in without], abs=1e-9)
+        [s.advantage for s in without], abs=1e-9
+    )
 
     def grads(samples):
         policy.zero_grad(set_to_none=True)
@@ -107,9 +129,9 @@ def test_shared_penalty_adds_zero_gradient_on_a_real_step(tiny_model, tmp_path, 
 
 
 def test_penalty_modes_and_groups():
-    assert sepo.groups_for("ipd", "shared") == [("train", n) for n in
-                                                ("TitForTat", "GenerousTFT", "Mixed",
-                                                 "GrimTrigger")]
+    assert sepo.groups_for("ipd", "shared") == [
+        ("train", n) for n in ("TitForTat", "GenerousTFT", "Mixed", "GrimTrigger")
+    ]
     own = sepo.groups_for("ipd", "own_episodes")
     assert ("exploit", "AlwaysDefect") in own and ("collusive", "AlwaysCooperate") in own
     resolved = dataclasses.replace(SEPOArgs(game="kuhn")).resolved()
@@ -122,14 +144,19 @@ def test_best_checkpoint_survives_rotation(tiny_model, tmp_path, monkeypatch):
     safety_j = {0: -5.0, 2: 0.5, 4: -1.0, 6: -0.2, 8: -3.0, 10: 0.1}
 
     def scripted_eval(policy, tokenizer, game, args, step):
-        return {"step": step, **{k: {"value": safety_j[step] if k == "safety_j" else 0.0,
-                                     "stderr": 0.0, "n": 1}
-                                 for k in ("safety_j", "pay", "exploit")}}
+        return {
+            "step": step,
+            **{
+                k: {"value": safety_j[step] if k == "safety_j" else 0.0, "stderr": 0.0, "n": 1}
+                for k in ("safety_j", "pay", "exploit")
+            },
+        }
 
     monkeypatch.setattr(sepo, "evaluate_checkpoint", scripted_eval)
     out = tmp_path / "run"
-    train_sepo(args_for(tiny_model, out, steps=10, eval_episodes=1, save_total_limit=2),
-               log=lambda _: None)
+    train_sepo(
+        args_for(tiny_model, out, steps=10, eval_episodes=1, save_total_limit=2), log=lambda _: None
+    )
     kept = sorted(int(d.name.split("-")[1]) for d in out.glob("checkpoint-*"))
     assert kept == [2, 10]  # step 0 (the starting policy), 4, 6 and 8 rotated away
     evals = json.loads((out / "checkpoint-10/trainer_state.json").read_text())["evals"]
@@ -151,9 +178,10 @@ def test_sft_adapter_is_the_start_and_the_kl_reference(tiny_model, tmp_path):
     from stratagem.backends.hf import HFBackend
 
     torch.manual_seed(1)
-    sft = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model),
-                         LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
-                                    init_lora_weights=False))  # a non-zero "trained" adapter
+    sft = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(tiny_model),
+        LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False),
+    )  # a non-zero "trained" adapter
     sft.save_pretrained(tmp_path / "sft")
     ids = torch.tensor([[1, 2, 3, 4, 5]])
     with torch.no_grad():
@@ -161,14 +189,16 @@ def test_sft_adapter_is_the_start_and_the_kl_reference(tiny_model, tmp_path):
         with sft.disable_adapter():
             base = sft(input_ids=ids).logits
     assert not torch.allclose(want, base)
-    policy, _ = sepo.load_policy(args_for(tiny_model, tmp_path / "run",
-                                          adapter=str(tmp_path / "sft")).resolved())
+    policy, _ = sepo.load_policy(
+        args_for(tiny_model, tmp_path / "run", adapter=str(tmp_path / "sft")).resolved()
+    )
     with torch.no_grad():
         assert torch.allclose(policy(input_ids=ids).logits, want, atol=1e-5)
         with policy.disable_adapter():
             assert torch.allclose(policy(input_ids=ids).logits, want, atol=1e-5)
     policy.save_pretrained(tmp_path / "sepo")
-    stacked = HFBackend(tiny_model, adapter=f"{tmp_path / 'sft'},{tmp_path / 'sepo'}",
-                        dtype="float32")
+    stacked = HFBackend(
+        tiny_model, adapter=f"{tmp_path / 'sft'},{tmp_path / 'sepo'}", dtype="float32"
+    )
     with torch.no_grad():
         assert torch.allclose(stacked.model(input_ids=ids).logits, want, atol=1e-5)
