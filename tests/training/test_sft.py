@@ -31,3 +31,14 @@ def test_two_steps_of_lora_sft_write_an_adapter_that_loads(tmp_path):
     assert set(config["target_modules"]) == {"q_proj", "k_proj", "v_proj", "o_proj"}
     backend = HFBackend(adapter=str(adapter))
     assert backend.model_id.endswith(str(adapter))
+
+
+def test_a_game_filter_that_matches_nothing_is_refused(tmp_path):
+    from stratagem.errors import ConfigError
+    from stratagem.training.sft import SFTArgs, train_sft
+    from stratagem.training.sft_data import write_dataset
+
+    write_dataset("kuhn", tmp_path / "data", sizes={"kuhn": 10})
+    with pytest.raises(ConfigError, match="no rows of ipd"):
+        train_sft(SFTArgs(data=tmp_path / "data/kuhn", out=tmp_path / "run", games=("ipd",)))
+    assert not (tmp_path / "run" / "adapter").exists()

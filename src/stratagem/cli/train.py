@@ -46,6 +46,7 @@ train_app = typer.Typer(
 def sft_command(
     data: Path = typer.Option(Path("data/sft/kuhn"), help="A gen-sft dataset folder."),
     model: str = typer.Option("embedded", help="embedded, a Hugging Face id or a local folder."),
+    games: str = typer.Option("", help="Only these games' rows, comma-separated (e.g. ipd)."),
     out: Path = typer.Option(Path("runs/sft"), "--out", "-o"),
     learning_rate: float = typer.Option(2e-5, help="Paper: 2e-5; the CPU demo uses 2e-4."),
     epochs: float = typer.Option(3.0),
@@ -67,6 +68,7 @@ def sft_command(
         SFTArgs(
             model=model,
             data=data,
+            games=tuple(g.strip() for g in games.split(",") if g.strip()),
             out=out,
             learning_rate=learning_rate,
             epochs=epochs,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stratagem.backends.embedded import EMBEDDED, embedded_dir
+from stratagem.errors import ConfigError
 
 
 @dataclass
@@ -27,6 +28,8 @@ class SFTArgs:
     """A Hugging Face id, a local folder, or ``embedded`` (SmolLM2-135M-Instruct)."""
     data: Path = Path("data/sft/kuhn")
     """A folder with train.jsonl and test.jsonl from ``stratagem gen-sft``."""
+    games: tuple[str, ...] = ()
+    """Train on these games' rows only (e.g. ``("ipd",)`` out of ``multi``); empty: all."""
     out: Path = Path("runs/sft")
     rank: int = 32
     alpha: int = 64
@@ -74,6 +77,10 @@ def train_sft(args: SFTArgs, resume: bool = True) -> Path:
     )
     files = {"train": str(args.data / "train.jsonl"), "test": str(args.data / "test.jsonl")}
     data = load_dataset("json", data_files=files)
+    if args.games:
+        data = data.filter(lambda row: row["game"] in args.games)
+        if not len(data["train"]):
+            raise ConfigError(f"{args.data} holds no rows of {', '.join(args.games)}")
     keep = ["prompt", "completion"]
     train = data["train"].map(_prompt_completion).select_columns(keep)
     test = data["test"].map(_prompt_completion).select_columns(keep)
