@@ -83,7 +83,8 @@ def sft_command(
         )
     )
     console.print(
-        f"adapter: {adapter} (evaluate with: stratagem eval --game kuhn --agent hf "
+        f"adapter: {adapter} (evaluate with: stratagem eval --game "
+        f"{games.split(',')[0] if games else data.name} --agent hf "
         f"--adapter {adapter})"
     )
 
