@@ -120,5 +120,14 @@ def test_games_and_strategies_listings(tmp_path):
 def test_train_commands_validate_their_choices(tmp_path):
     r = stratagem("train", "sepo", "--penalty", "sharde", cwd=tmp_path)
     assert r.returncode == 2 and "did you mean 'shared'" in r.stderr
+    r = stratagem("train", "sepo", "--penalty", "shared,per_rolout", cwd=tmp_path)
+    assert r.returncode == 2 and "did you mean 'per_rollout'" in r.stderr
+    args = ("--penalty", "shared,own_episodes", "--normalisation", "round,episode")
+    r = stratagem("train", "sepo", *args, cwd=tmp_path)
+    assert r.returncode == 2 and "one setting at a time" in r.stderr
+    r = stratagem(
+        "train", "sepo", "--penalty", "shared,own_episodes", "--eval-episodes", "0", cwd=tmp_path
+    )
+    assert r.returncode == 2 and "eval_episodes > 0" in r.stderr and "Traceback" not in r.stderr
     r = stratagem("train", "sft", "--data", "nowhere", cwd=tmp_path)
     assert r.returncode == 2 and "gen-sft" in r.stderr and "Traceback" not in r.stderr

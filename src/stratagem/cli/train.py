@@ -97,9 +97,11 @@ def sepo_command(
     out: Path = typer.Option(Path("runs/sepo"), "--out", "-o"),
     steps: int = typer.Option(100),
     rollouts: int = typer.Option(4, help="Rollouts per opponent (one group, one seed)."),
-    credit: str = typer.Option("return", help="return (reward-to-go) or immediate."),
-    normalisation: str = typer.Option("round", help="round or episode (ablation)."),
-    penalty: str = typer.Option("own_episodes", help="own_episodes, per_rollout or shared."),
+    credit: str = typer.Option("return", help="return (reward-to-go), immediate; both: ablation."),
+    normalisation: str = typer.Option("round", help="round, episode, or both: ablation."),
+    penalty: str = typer.Option(
+        "own_episodes", help="own_episodes, per_rollout, shared; several (a,b): ablation."
+    ),
     learning_rate: float = typer.Option(None, help="Default 1e-5; Kuhn 3e-6."),
     kl: float = typer.Option(None, help="β of the one-sided KL; default 0.01, Kuhn 0.2."),
     temperature: float = typer.Option(0.8),
@@ -111,19 +113,25 @@ def sepo_command(
     eval_episodes: int = typer.Option(20, help="Episodes per opponent at each checkpoint."),
     seed: int = typer.Option(42),
 ) -> None:
-    """SEPO-GRPO with its ablations; resumes from the newest complete checkpoint."""
+    """SEPO-GRPO; resumes from the newest complete checkpoint. Comma-separated values of one of
+    --penalty, --normalisation or --credit run an ablation: one arm per value in OUT/<name>-<value>,
+    compared in OUT/ablation.md, .csv and .png."""
     from stratagem.games import get_game
+    from stratagem.training.ablation import AXES, last_checkpoint_markdown, run_ablation
     from stratagem.training.sepo import SEPOArgs, train_sepo
 
     get_game(game)
-    choices = {
-        "credit": (credit, ("return", "immediate")),
-        "normalisation": (normalisation, ("round", "episode")),
-        "penalty": (penalty, ("own_episodes", "per_rollout", "shared")),
+    given = {"credit": credit, "normalisation": normalisation, "penalty": penalty}
+    values = {
+        name: [v.strip() for v in text.split(",") if v.strip()] for name, text in given.items()
     }
-    for name, (value, allowed) in choices.items():
-        if value not in allowed:
-            raise UnknownNameError(name, value, allowed)
+    for name, chosen in values.items():
+        for value in chosen:
+            if value not in AXES[name]:
+                raise UnknownNameError(name, value, AXES[name])
+    varied = [name for name, chosen in values.items() if len(chosen) > 1]
+    if len(varied) > 1:
+        raise ConfigError(f"ablate one setting at a time, not {' and '.join(varied)}")
     args = SEPOArgs(
         game=game,
         model=model,
@@ -131,9 +139,9 @@ def sepo_command(
         out=out,
         steps=steps,
         rollouts=rollouts,
-        credit=credit,
-        normalisation=normalisation,  # type: ignore[arg-type]
-        penalty=penalty,
+        credit=values["credit"][0],  # type: ignore[arg-type]
+        normalisation=values["normalisation"][0],  # type: ignore[arg-type]
+        penalty=values["penalty"][0],  # type: ignore[arg-type]
         learning_rate=learning_rate,
         kl=kl,  # type: ignore[arg-type]
         temperature=temperature,
@@ -143,6 +151,14 @@ def sepo_command(
         eval_episodes=eval_episodes,
         seed=seed,
     )
+    if varied:
+        axis = varied[0]
+        table = run_ablation(
+            args, axis, values[axis], log=lambda line: console.print(line, highlight=False)
+        )
+        console.print(last_checkpoint_markdown(axis, table), highlight=False)
+        console.print(f"ablation.md, ablation.csv and ablation.png in {out}")
+        return
     folder = train_sepo(args, log=lambda line: console.print(line, highlight=False))
     console.print(f"checkpoints, best.json and curve.png in {folder}")
     best = folder / "best.json"

@@ -286,6 +286,8 @@ def train_sepo(args: SEPOArgs, log=print) -> Path:
     params = [p for p in policy.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=args.learning_rate)
     state = resume(args, policy, optimizer)
+    if state["step"]:
+        log(f"resuming {args.out} from checkpoint-{state['step']}")
     backend = HFBackend.from_model(policy, tokenizer, model_id=f"sepo:{args.model}")
     sampling = Sampling(args.temperature, 1.0, args.max_new_tokens)
     agent = LLMAgent(backend, game, sampling, fallback="sample")

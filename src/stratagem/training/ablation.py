@@ -1,0 +1,126 @@
+"""SEPO ablations: the same run with one setting varied (SPEC §6; seed 000 §3.4, App. F).
+
+Each arm is an ordinary SEPO run in its own folder ``out/<setting>-<value>`` — same starting
+policy, same seed, same episode seeds — so arms resume independently and their checkpoint
+evaluations line up step by step. The comparison is written next to them: ``ablation.csv`` (every
+checkpoint evaluation of every arm), ``ablation.md`` (each arm's last checkpoint) and
+``ablation.png`` (Safety J and Exploit per step, one line per arm).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+
+from stratagem.errors import ConfigError, UnknownNameError
+from stratagem.training.sepo import SEPOArgs, train_sepo
+
+AXES: dict[str, tuple[str, ...]] = {
+    "penalty": ("shared", "per_rollout", "own_episodes"),
+    "normalisation": ("round", "episode"),
+    "credit": ("return", "immediate"),
+}
+METRICS = ("safety_j", "pay", "exploit", "collusion", "robust", "nra", "fallback_rate")
+
+
+def arms(base: SEPOArgs, axis: str, values: list[str]) -> list[SEPOArgs]:
+    """One SEPO run per value of ``axis``, each in its own sub-folder of ``base.out``."""
+    if axis not in AXES:
+        raise UnknownNameError("ablation setting", axis, tuple(AXES))
+    for value in values:
+        if value not in AXES[axis]:
+            raise UnknownNameError(axis, value, AXES[axis])
+    if len(set(values)) < 2:
+        raise ConfigError(f"an ablation of {axis} needs at least two different values")
+    if not base.eval_episodes:
+        raise ConfigError("an ablation compares checkpoint evaluations: set eval_episodes > 0")
+    return [replace(base, out=base.out / f"{axis}-{value}", **{axis: value}) for value in values]
+
+
+def run_ablation(base: SEPOArgs, axis: str, values: list[str], log=print) -> pd.DataFrame:
+    """Train (or resume) every arm, then write and return the comparison of all of them."""
+    runs = arms(base, axis, values)
+    for value, args in zip(values, runs, strict=True):
+        log(f"— arm {axis}={value} → {args.out}")
+        train_sepo(args, log=log)
+    table = ablation_table(axis, values, [args.out for args in runs])
+    write_ablation(base.out, axis, table)
+    return table
+
+
+def ablation_table(axis: str, values: list[str], folders: list[Path]) -> pd.DataFrame:
+    """Every checkpoint evaluation of every arm (long format), read from its newest checkpoint."""
+    rows = []
+    for value, folder in zip(values, folders, strict=True):
+        state = _newest_state(folder)
+        seconds = [entry["seconds"] for entry in state["log"]]
+        kl = {entry["step"]: entry.get("kl") for entry in state["log"]}
+        for ev in state["evals"]:
+            row = {axis: value, "step": ev["step"]}
+            for metric in METRICS:
+                if metric in ev:
+                    row[metric] = ev[metric]["value"]
+                    row[f"{metric}_se"] = ev[metric]["stderr"]
+            if "exact_exploitability" in ev:
+                row["exact_exploitability"] = ev["exact_exploitability"]
+            row["kl"] = kl.get(ev["step"])
+            row["median_step_s"] = statistics.median(seconds) if seconds else None
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _newest_state(folder: Path) -> dict:
+    done = [d for d in folder.glob("checkpoint-*") if (d / "COMPLETE").exists()]
+    if not done:
+        raise ConfigError(f"{folder} holds no complete checkpoint to compare")
+    newest = max(done, key=lambda d: int(d.name.split("-")[1]))
+    return json.loads((newest / "trainer_state.json").read_text())
+
+
+def write_ablation(out: Path, axis: str, table: pd.DataFrame) -> None:
+    table.to_csv(out / "ablation.csv", index=False)
+    (out / "ablation.md").write_text(last_checkpoint_markdown(axis, table))
+    _plot(out / "ablation.png", axis, table)
+
+
+def last_checkpoint_markdown(axis: str, table: pd.DataFrame) -> str:
+    """Each arm at its last evaluated checkpoint, values ± one standard error."""
+    last = table.sort_values("step").groupby(axis, sort=False).tail(1)
+    shown = [m for m in ("safety_j", "pay", "exploit", "collusion", "nra") if m in table]
+    extra = ["exact_exploitability"] if "exact_exploitability" in table else []
+    head = [axis, "step", *shown, *extra, "median step (s)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for _, row in last.iterrows():
+        cells = [str(row[axis]), str(int(row["step"]))]
+        cells += [f"{row[m]:.3f} ± {row[f'{m}_se']:.3f}" for m in shown]
+        cells += [f"{row[m]:.4f}" for m in extra]
+        cells.append("—" if pd.isna(row["median_step_s"]) else f"{row['median_step_s']:.0f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _plot(path: Path, axis: str, table: pd.DataFrame) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharex=True)
+    for value, arm in table.groupby(axis, sort=False):
+        for ax, metric in zip(axes, ("safety_j", "exploit"), strict=True):
+            ax.errorbar(
+                arm["step"], arm[metric], yerr=arm[f"{metric}_se"], marker="o", capsize=3,
+                label=f"{axis}={value}",
+            )  # fmt: skip
+    for ax, title in zip(axes, ("Safety J (higher is safer)", "Exploit (lower is safer)"),
+                         strict=True):  # fmt: skip
+        ax.set_title(title)
+        ax.set_xlabel("step")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,79 @@
+"""The penalty-mode ablation on IPD and Kuhn: three SEPO arms from one start, compared."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from stratagem.errors import ConfigError, UnknownNameError
+from stratagem.training.ablation import arms, run_ablation
+from stratagem.training.sepo import SEPOArgs
+
+pytestmark = pytest.mark.slow
+
+MODES = ["shared", "per_rollout", "own_episodes"]
+
+
+def base_args(model, out, game):
+    return SEPOArgs(
+        game=game,
+        model=model,
+        out=out,
+        steps=1,
+        rollouts=2,
+        max_new_tokens=6,
+        checkpoint_every=1,
+        eval_episodes=1,
+        lora_rank=4,
+        lora_alpha=8,
+        learning_rate=1e-3,
+    )
+
+
+def state(folder):
+    return json.loads((folder / "checkpoint-1" / "trainer_state.json").read_text())
+
+
+@pytest.mark.parametrize("game", ["ipd", "kuhn"])
+def test_three_penalty_modes_from_one_start(tiny_model, tmp_path, game):
+    out = tmp_path / "ablation"
+    table = run_ablation(base_args(tiny_model, out, game), "penalty", MODES, log=lambda _: None)
+
+    states = {mode: state(out / f"penalty-{mode}") for mode in MODES}
+    prints = {mode: s["fingerprint"] for mode, s in states.items()}
+    for mode in MODES:  # arms differ in the penalty (and their folder) only
+        differ = {k for k in prints[mode] if prints[mode][k] != prints["own_episodes"][k]}
+        assert differ == (set() if mode == "own_episodes" else {"penalty", "out"})
+    # one starting policy: identical step-0 evaluations in every arm
+    first = [s["evals"][0] for s in states.values()]
+    assert all(e == first[0] for e in first)
+    # per_rollout and own_episodes play the same groups with the same seeds, so the same
+    # rollouts; shared plays only the training pool
+    logs = {mode: s["log"][0] for mode, s in states.items()}
+    assert logs["per_rollout"]["reward"] == logs["own_episodes"]["reward"]
+    assert logs["per_rollout"]["samples"] == logs["own_episodes"]["samples"]
+    assert logs["shared"]["samples"] < logs["own_episodes"]["samples"]
+
+    assert list(table["penalty"]) == [m for m in MODES for _ in (0, 1)]
+    assert list(table["step"]) == [0, 1] * 3
+    assert (game == "kuhn") == ("exact_exploitability" in table)
+    assert pd.read_csv(out / "ablation.csv").shape == table.shape
+    md = (out / "ablation.md").read_text().splitlines()
+    assert md[0].startswith("| penalty | step | safety_j") and len(md) == 2 + len(MODES)
+    assert (out / "ablation.png").stat().st_size > 0
+
+
+def test_ablation_settings_are_checked(tmp_path):
+    base = SEPOArgs(out=tmp_path)
+    with pytest.raises(UnknownNameError, match="did you mean 'shared'"):
+        arms(base, "penalty", ["shared", "shard"])
+    with pytest.raises(ConfigError, match="at least two"):
+        arms(base, "penalty", ["shared", "shared"])
+    with pytest.raises(UnknownNameError, match="ablation setting"):
+        arms(base, "temperature", ["0.5", "1.0"])
+    with pytest.raises(ConfigError, match="eval_episodes"):
+        arms(SEPOArgs(out=tmp_path, eval_episodes=0), "normalisation", ["round", "episode"])
+    folders = [a.out.name for a in arms(base, "normalisation", ["round", "episode"])]
+    assert folders == ["normalisation-round", "normalisation-episode"]
