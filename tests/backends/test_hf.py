@@ -74,15 +74,15 @@ def test_vector_actions_are_told_apart_beyond_the_first_sub_token(backend):
 
 
 def test_stopping_ends_a_sequence_at_its_action(backend):
-    game = get_game("ipd")
-    obs = game.new_episode(0).observe(0)
-    chat = [
-        {"role": "system", "content": "Repeat the user's last word exactly."},
-        {"role": "user", "content": "Say DEFECT"},
-    ]
-    gen = backend.generate([chat], Sampling(max_new_tokens=40), legal=[obs.legal])[0]
-    if "DEFECT" in gen.text:
-        assert gen.finish_reason == "action" and gen.tokens < 40
+    """A story the model would run on for 40 tokens stops on the token that completes a legal
+    action on the last line; the text is a prefix of the unconstrained one."""
+    chat = [{"role": "user", "content": "Write a long story about a cat."}]
+    free = backend.generate([chat], Sampling(max_new_tokens=40))[0]
+    assert free.finish_reason == "length" and free.tokens == 40
+    stopped = backend.generate([chat], Sampling(max_new_tokens=40), legal=[("cat", "dog")])[0]
+    assert stopped.finish_reason == "action" and stopped.tokens < 20
+    assert free.text.startswith(stopped.text)
+    assert stopped.text.rstrip().lower().endswith("cat")
 
 
 def test_greedy_is_reproducible_at_batch_one(backend):
@@ -94,12 +94,14 @@ def test_greedy_is_reproducible_at_batch_one(backend):
 
 
 def test_batch_size_may_change_greedy_text(backend):
-    """Documented, not asserted: padding and batch shape can change low-order bits (D4)."""
+    """D4: padding and batch shape can change low-order bits, so batch 1 vs 4 greedy text is
+    recorded, not asserted equal; the prompt itself must not change with the batch."""
     game = get_game("negotiation")
     obs = [game.new_episode(i).observe(0) for i in range(4)]
-    alone = backend.generate([chat_for(obs[0])], Sampling(max_new_tokens=16))[0].text
-    batched = backend.generate([chat_for(o) for o in obs], Sampling(max_new_tokens=16))[0].text
-    print(f"batch 1 vs 4 identical: {alone == batched}")
+    alone = backend.generate([chat_for(obs[0])], Sampling(max_new_tokens=16))[0]
+    batched = backend.generate([chat_for(o) for o in obs], Sampling(max_new_tokens=16))[0]
+    assert alone.prompt_tokens == batched.prompt_tokens and alone.text and batched.text
+    print(f"batch 1 vs 4 identical: {alone.text == batched.text}")
 
 
 def test_prefix_store_is_bounded_by_bytes():
