@@ -86,7 +86,7 @@ def test_hung_server_never_hangs_the_run():
         start = time.monotonic()
         gen = one(backend(s, attempt_timeout=1, max_retries=1))
         elapsed = time.monotonic() - start
-    assert elapsed < 5
+    assert elapsed < 30  # far below the 60 s the server would hang for, with room for a busy CPU
     assert gen.finish_reason == "error" and gen.info["error"].startswith("timeout")
 
 

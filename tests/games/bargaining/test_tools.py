@@ -66,7 +66,7 @@ def test_corpus_case(case_id, text, expected, tmp_path):
             assert args[1] == FILENAME, (case_id, args[1])
     assert sum(e == "compile" for e, _ in EVENTS) <= 1
     assert not Path("/tmp/PWNED").exists()
-    assert elapsed < 0.5, (case_id, elapsed)  # bounded; typical cases take microseconds
+    assert elapsed < 2, (case_id, elapsed)  # bounded; typical cases take microseconds
 
 
 def test_parser_module_names_no_eval_exec_or_compile():
