@@ -186,7 +186,14 @@ def test_tournament_cli_errors_are_one_line(tmp_path):
 def test_sigint_stops_cleanly_with_a_resume_hint(tmp_path):
     out = tmp_path / "rr"
     traces = out / "traces.jsonl"
-    proc = subprocess.Popen(cmd(out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd(out),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        # a suite started in the background inherits SIGINT ignored; a user's terminal does not
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.time() + 60
     while time.time() < deadline and not (traces.exists() and traces.stat().st_size > 500_000):
         time.sleep(0.05)
