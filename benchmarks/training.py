@@ -32,8 +32,9 @@ print(json.dumps({"mib": (peak - before) / 1024}))
 
 
 def peak_mib(mode: str, vocab: int) -> float:
-    out = subprocess.run([sys.executable, "-c", CHILD, mode, str(vocab)], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, mode, str(vocab)], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])["mib"]
 
 
@@ -44,9 +45,18 @@ def sepo_step() -> dict:
 
     logs: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        train_sepo(SEPOArgs(game="kuhn", out=Path(tmp), steps=1, rollouts=2, max_new_tokens=32,
-                            eval_episodes=0, checkpoint_every=100),
-                   log=lambda line: logs.append(json.loads(line)))
+        train_sepo(
+            SEPOArgs(
+                game="kuhn",
+                out=Path(tmp),
+                steps=1,
+                rollouts=2,
+                max_new_tokens=32,
+                eval_episodes=0,
+                checkpoint_every=100,
+            ),
+            log=lambda line: logs.append(json.loads(line)),
+        )
     return logs[-1]
 
 
@@ -57,9 +67,11 @@ def main() -> None:
         naive, chunked = peak_mib("naive", vocab), peak_mib("chunked", vocab)
         print(f"| {vocab:,} | {naive:.0f} | {chunked:.0f} | {naive / max(chunked, 1):.1f}× |")
     step = sepo_step()
-    print(f"\nSEPO step on the embedded model (Kuhn, 2 rollouts × 5 opponents): "
-          f"{step['seconds']:.1f} s, {step['samples']} decisions, {step['tokens']} generated "
-          f"tokens trained, {step['tokens'] / step['seconds']:.1f} tokens/s")
+    print(
+        f"\nSEPO step on the embedded model (Kuhn, 2 rollouts × 5 opponents): "
+        f"{step['seconds']:.1f} s, {step['samples']} decisions, {step['tokens']} generated "
+        f"tokens trained, {step['tokens'] / step['seconds']:.1f} tokens/s"
+    )
 
 
 if __name__ == "__main__":
