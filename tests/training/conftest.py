@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from stratagem.training.sepo import SEPOArgs
+
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
@@ -29,3 +31,26 @@ def tiny_model(tmp_path_factory):
     LlamaForCausalLM(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return str(path)
+
+
+@pytest.fixture
+def tiny_args(tiny_model):
+    """SEPO settings for the tiny model (a few seconds a step); keywords override them."""
+
+    def make(out, **overrides) -> SEPOArgs:
+        settings = dict(
+            game="kuhn",
+            model=tiny_model,
+            out=out,
+            steps=6,
+            rollouts=2,
+            max_new_tokens=6,
+            checkpoint_every=2,
+            eval_episodes=0,
+            lora_rank=4,
+            lora_alpha=8,
+            learning_rate=1e-3,
+        )
+        return SEPOArgs(**{**settings, **overrides})
+
+    return make

@@ -16,30 +16,15 @@ pytestmark = pytest.mark.slow
 MODES = ["shared", "per_rollout", "own_episodes"]
 
 
-def base_args(model, out, game):
-    return SEPOArgs(
-        game=game,
-        model=model,
-        out=out,
-        steps=1,
-        rollouts=2,
-        max_new_tokens=6,
-        checkpoint_every=1,
-        eval_episodes=1,
-        lora_rank=4,
-        lora_alpha=8,
-        learning_rate=1e-3,
-    )
-
-
 def state(folder):
     return json.loads((folder / "checkpoint-1" / "trainer_state.json").read_text())
 
 
 @pytest.mark.parametrize("game", ["ipd", "kuhn"])
-def test_three_penalty_modes_from_one_start(tiny_model, tmp_path, game):
+def test_three_penalty_modes_from_one_start(tiny_args, tmp_path, game):
     out = tmp_path / "ablation"
-    table = run_ablation(base_args(tiny_model, out, game), "penalty", MODES, log=lambda _: None)
+    base = tiny_args(out, game=game, steps=1, checkpoint_every=1, eval_episodes=1)
+    table = run_ablation(base, "penalty", MODES, log=lambda _: None)
 
     states = {mode: state(out / f"penalty-{mode}") for mode in MODES}
     prints = {mode: s["fingerprint"] for mode, s in states.items()}

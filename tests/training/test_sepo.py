@@ -16,34 +16,16 @@ from stratagem.training.sepo import SEPOArgs, train_sepo
 pytestmark = pytest.mark.slow
 
 
-def args_for(model, out, **kw):
-    base = dict(
-        game="kuhn",
-        model=model,
-        out=out,
-        steps=6,
-        rollouts=2,
-        max_new_tokens=6,
-        checkpoint_every=2,
-        eval_episodes=0,
-        lora_rank=4,
-        lora_alpha=8,
-        learning_rate=1e-3,
-    )
-    base.update(kw)
-    return SEPOArgs(**base)
-
-
 def adapter_tensors(folder):
     from safetensors.torch import load_file
 
     return load_file(folder / "adapter" / "adapter_model.safetensors")
 
 
-def test_resume_equals_uninterrupted(tiny_model, tmp_path):
-    train_sepo(args_for(tiny_model, tmp_path / "full"), log=lambda _: None)
+def test_resume_equals_uninterrupted(tiny_args, tmp_path):
+    train_sepo(tiny_args(tmp_path / "full"), log=lambda _: None)
     for steps in (2, 4, 6):  # "killed" after step 2 and after step 4, then resumed
-        train_sepo(args_for(tiny_model, tmp_path / "resumed", steps=steps), log=lambda _: None)
+        train_sepo(tiny_args(tmp_path / "resumed", steps=steps), log=lambda _: None)
     full = adapter_tensors(tmp_path / "full/checkpoint-6")
     resumed = adapter_tensors(tmp_path / "resumed/checkpoint-6")
     assert any(v.abs().sum() > 0 for k, v in full.items() if "lora_B" in k), "training moved"
@@ -58,21 +40,21 @@ def test_resume_equals_uninterrupted(tiny_model, tmp_path):
     assert [e["loss"] for e in log_full] == [e["loss"] for e in log_res]
 
 
-def test_incomplete_checkpoint_is_ignored_and_drift_refused(tiny_model, tmp_path):
+def test_incomplete_checkpoint_is_ignored_and_drift_refused(tiny_args, tmp_path):
     out = tmp_path / "run"
-    train_sepo(args_for(tiny_model, out, steps=2), log=lambda _: None)
+    train_sepo(tiny_args(out, steps=2), log=lambda _: None)
     (out / "checkpoint-4.tmp").mkdir()  # a save killed midway
     with pytest.warns(UserWarning, match="incomplete checkpoint"):
-        train_sepo(args_for(tiny_model, out, steps=4), log=lambda _: None)
+        train_sepo(tiny_args(out, steps=4), log=lambda _: None)
     assert (out / "checkpoint-4" / "COMPLETE").exists()
     from stratagem.errors import ConfigDriftError
 
     with pytest.raises(ConfigDriftError, match="rollouts"):
-        train_sepo(args_for(tiny_model, out, steps=6, rollouts=3), log=lambda _: None)
+        train_sepo(tiny_args(out, steps=6, rollouts=3), log=lambda _: None)
 
 
-def test_shared_penalty_adds_zero_gradient_on_a_real_step(tiny_model, tmp_path, monkeypatch):
-    args = args_for(tiny_model, tmp_path, penalty="shared").resolved()
+def test_shared_penalty_adds_zero_gradient_on_a_real_step(tiny_args, tmp_path, monkeypatch):
+    args = tiny_args(tmp_path, penalty="shared").resolved()
     game = get_game("kuhn")
     policy, tokenizer = sepo.load_policy(args)
     from stratagem.agents.llm import LLMAgent
@@ -114,7 +96,7 @@ def test_penalty_modes_and_groups():
     assert SEPOArgs(game="ipd").resolved().kl == 0.01
 
 
-def test_best_checkpoint_survives_rotation(tiny_model, tmp_path, monkeypatch):
+def test_best_checkpoint_survives_rotation(tiny_args, tmp_path, monkeypatch):
     """H5: save_total_limit=2, best at step 2 of 10 → step 2 stays, best.json points to it."""
     safety_j = {0: -5.0, 2: 0.5, 4: -1.0, 6: -0.2, 8: -3.0, 10: 0.1}
 
@@ -129,9 +111,7 @@ def test_best_checkpoint_survives_rotation(tiny_model, tmp_path, monkeypatch):
 
     monkeypatch.setattr(sepo, "evaluate_checkpoint", scripted_eval)
     out = tmp_path / "run"
-    train_sepo(
-        args_for(tiny_model, out, steps=10, eval_episodes=1, save_total_limit=2), log=lambda _: None
-    )
+    train_sepo(tiny_args(out, steps=10, eval_episodes=1, save_total_limit=2), log=lambda _: None)
     kept = sorted(int(d.name.split("-")[1]) for d in out.glob("checkpoint-*"))
     assert kept == [2, 10]  # step 0 (the starting policy), 4, 6 and 8 rotated away
     evals = json.loads((out / "checkpoint-10/trainer_state.json").read_text())["evals"]
@@ -144,7 +124,7 @@ def test_best_checkpoint_survives_rotation(tiny_model, tmp_path, monkeypatch):
     assert (out / "curve.png").exists()
 
 
-def test_sft_adapter_is_the_start_and_the_kl_reference(tiny_model, tmp_path):
+def test_sft_adapter_is_the_start_and_the_kl_reference(tiny_args, tiny_model, tmp_path):
     """Starting from an SFT adapter: it is merged into the weights, SEPO's fresh LoRA starts at
     zero (policy == SFT) and disabling it gives the SFT policy, not the base model."""
     from peft import LoraConfig, get_peft_model
@@ -165,7 +145,7 @@ def test_sft_adapter_is_the_start_and_the_kl_reference(tiny_model, tmp_path):
             base = sft(input_ids=ids).logits
     assert not torch.allclose(want, base)
     policy, _ = sepo.load_policy(
-        args_for(tiny_model, tmp_path / "run", adapter=str(tmp_path / "sft")).resolved()
+        tiny_args(tmp_path / "run", adapter=str(tmp_path / "sft")).resolved()
     )
     with torch.no_grad():
         assert torch.allclose(policy(input_ids=ids).logits, want, atol=1e-5)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from stratagem.errors import ConfigError, UnknownNameError
-from stratagem.training.sepo import SEPOArgs, train_sepo
+from stratagem.training.sepo import SEPOArgs, complete_checkpoints, train_sepo
 
 AXES: dict[str, tuple[str, ...]] = {
     "penalty": ("shared", "per_rollout", "own_episodes"),
@@ -74,11 +74,10 @@ def ablation_table(axis: str, values: list[str], folders: list[Path]) -> pd.Data
 
 
 def _newest_state(folder: Path) -> dict:
-    done = [d for d in folder.glob("checkpoint-*") if (d / "COMPLETE").exists()]
+    done = complete_checkpoints(folder)
     if not done:
         raise ConfigError(f"{folder} holds no complete checkpoint to compare")
-    newest = max(done, key=lambda d: int(d.name.split("-")[1]))
-    return json.loads((newest / "trainer_state.json").read_text())
+    return json.loads((done[-1] / "trainer_state.json").read_text())
 
 
 def write_ablation(out: Path, axis: str, table: pd.DataFrame) -> None:

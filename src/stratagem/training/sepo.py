@@ -401,7 +401,8 @@ def save_checkpoint(args: SEPOArgs, policy, optimizer, state: dict) -> Path:
     return final
 
 
-def _complete_checkpoints(out: Path) -> list[Path]:
+def complete_checkpoints(out: Path) -> list[Path]:
+    """The finished ``checkpoint-N`` folders of a run, oldest first."""
     found = [d for d in out.glob("checkpoint-*") if (d / "COMPLETE").exists()]
     return sorted((d for d in found if not d.name.endswith(".tmp")), key=_step_of)
 
@@ -415,7 +416,7 @@ def _rotate(args: SEPOArgs, state: dict) -> None:
     if not args.save_total_limit:
         return
     best = (state.get("best") or {}).get("step")
-    others = [d for d in _complete_checkpoints(args.out) if _step_of(d) != best]
+    others = [d for d in complete_checkpoints(args.out) if _step_of(d) != best]
     keep = max(args.save_total_limit - (best is not None), 1)
     for old in others[:-keep]:
         shutil.rmtree(old)
@@ -427,7 +428,7 @@ def resume(args: SEPOArgs, policy, optimizer) -> dict:
     from safetensors.torch import load_file
 
     fresh = {"step": 0, "log": [], "evals": [], "best": None, "below": args.adapter}
-    complete = _complete_checkpoints(args.out)
+    complete = complete_checkpoints(args.out)
     for d in sorted(set(args.out.glob("checkpoint-*")) - set(complete)):
         warnings.warn(f"ignoring incomplete checkpoint {d}", stacklevel=2)
     if not complete:
