@@ -7,7 +7,10 @@ import random
 import pytest
 
 from stratagem.agent import Decision
+from stratagem.episode import Episode
+from stratagem.game import HasPayoffBounds, chat_for
 from stratagem.games import GAMES, get_game
+from stratagem.metrics.sepo import SEPOGame
 from stratagem.play import EpisodeSpec, play, play_one
 from stratagem.seeding import derive
 from stratagem.strategies import get_pools, get_strategy
@@ -49,15 +52,77 @@ def random_action(game, obs, rng):
     return game.parse(rng.choice(obs.legal), obs.legal)
 
 
+def expected_rounds(game, trace) -> bool:
+    """A SEPO game plays exactly its rounds; any other game at least one."""
+    return len(trace.rounds) == game.rounds if isinstance(game, SEPOGame) else bool(trace.rounds)
+
+
 @pytest.mark.parametrize("name", GAME_NAMES)
 def test_random_play_ends_with_payoffs_in_bounds(name):
     game = get_game(name)
-    lo, hi = game.payoff_bounds
+    lo, hi = game.payoff_bounds if isinstance(game, HasPayoffBounds) else (-1e300, 1e300)
     for seed in range(30):
         trace = play_one(game, [RandomLegal(game), RandomLegal(game)], seed)
-        assert len(trace.rounds) == game.rounds
+        assert expected_rounds(game, trace)
         for r in trace.rounds:
             assert all(lo <= p <= hi for p in r.payoffs), r
+
+
+@pytest.mark.parametrize("name", GAME_NAMES)
+def test_episode_stepped_by_hand_equals_play(name):
+    """Driving an ``Episode`` one observation at a time gives the trace ``play`` gives."""
+    game = get_game(name)
+    pools = get_pools(name)
+    for seed in range(5):
+        a, b = get_strategy(name, pools.train[0]), get_strategy(name, pools.exploit[-1])
+        expected = play_one(game, [a, b], seed, episode_id="x")
+        episode = Episode(game, "x", seed, (a.name, b.name))
+        while not episode.done:
+            for obs in episode.waiting():
+                episode.submit(obs.seat, (a, b)[obs.seat].act([obs])[0])
+            episode.step()
+        assert episode.trace().to_json() == expected.to_json()
+
+
+@pytest.mark.parametrize("name", GAME_NAMES)
+def test_each_seat_sees_one_growing_chat(name):
+    """SPEC §4.1: system, then alternating user/assistant turns holding the seat's own answers;
+    each new user turn holds only what is new (it never repeats an earlier one)."""
+    game = get_game(name)
+    episode = Episode(game, "chat", 5, ("a", "b"))
+    agents = (RandomLegal(game), RandomLegal(game))
+    previous: dict[int, list] = {0: [], 1: []}
+    while not episode.done:
+        for obs in episode.waiting():
+            chat = chat_for(obs)
+            assert chat[0] == {"role": "system", "content": obs.rules}
+            pairs = len(previous[obs.seat]) // 2
+            assert [m["role"] for m in chat[1:]] == ["user", "assistant"] * pairs + ["user"]
+            assert chat[1:-1] == previous[obs.seat] or not previous[obs.seat]
+            decision = agents[obs.seat].act([obs])[0]
+            episode.submit(obs.seat, decision)
+            answer = episode.chat(obs.seat)[-1].content
+            previous[obs.seat] = [*chat[1:], {"role": "assistant", "content": answer}]
+        episode.step()
+    for seat in (0, 1):
+        users = [m["content"] for m in previous[seat] if m["role"] == "user"]
+        assert len(users) >= 1
+
+
+@pytest.mark.parametrize("name", GAME_NAMES)
+def test_single_prompt_style_keeps_no_history(name):
+    game = get_game(name, prompt_style="single")
+    assert game.params["prompt_style"] == "single"
+    episode = Episode(game, "single", 5, ("a", "b"))
+    agents = (RandomLegal(game), RandomLegal(game))
+    steps = 0
+    while not episode.done and steps < 6:
+        for obs in episode.waiting():
+            assert obs.history == ()
+            episode.submit(obs.seat, agents[obs.seat].act([obs])[0])
+        episode.step()
+        steps += 1
+    assert episode.trace().params["prompt_style"] == "single"
 
 
 @pytest.mark.parametrize("name", GAME_NAMES)
@@ -123,7 +188,7 @@ def test_every_pool_member_plays_a_full_episode(name):
     ]
     traces = list(play(game, specs))
     assert len(traces) == len(names) ** 2
-    assert all(len(t.rounds) == game.rounds and t.status == "complete" for t in traces)
+    assert all(expected_rounds(game, t) and t.status == "complete" for t in traces)
 
 
 @pytest.mark.parametrize("name", GAME_NAMES)

@@ -12,18 +12,18 @@ from stratagem.seeding import derive
 
 
 class FlakyBackend:
-    """Fails every decision of about 5% of episodes (chosen by a hash of the episode seed)."""
+    """Fails about 5% of decisions (chosen by a hash of the decision seed), so about a quarter
+    of six-round episodes end in an error."""
 
     model_id = "flaky"
 
     def __init__(self, failing: bool):
         self.failing = failing
 
-    def generate(self, chats, sampling, *, legal=None, seeds=None, done=None):
+    def generate(self, chats, sampling, *, seeds=None, stop=None):
         out = []
-        for chat in chats:
-            episode = chat[-1]["content"]  # the prompt is the same for a seed's first round
-            if self.failing and derive(0, episode) % 20 == 0:
+        for seed in seeds:
+            if self.failing and derive(0, seed) % 20 == 0:
                 out.append(
                     Generation(
                         "",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from stratagem.game import Observation
 
@@ -36,7 +36,19 @@ class Agent(Protocol):
 
     name: str
 
-    def act(self, batch: Sequence[Observation]) -> list[Decision]: ...
+    def act(self, batch: Sequence[Observation]) -> list[Decision]:
+        """Returns one decision per observation, in order (always batched)."""
+        ...
+
+
+@runtime_checkable
+class ReportsActionProbs(Protocol):
+    """An agent that can state its action distribution without playing (an LLM agent's
+    constrained decode, SPEC §4.3): exact exploitability and policy extraction use it."""
+
+    def action_probs(self, batch: Sequence[Observation]) -> list[dict[str, float]]:
+        """Returns, per observation, the probability of each legal action token."""
+        ...
 
 
 class Strategy:

@@ -13,37 +13,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stratagem.agent import Agent
-from stratagem.game import Game
-from stratagem.games.kuhn import game_tree
+from stratagem.episode import EpisodeSpec
+from stratagem.game import Game, HasSolverTree
 from stratagem.metrics.estimate import Estimate
 from stratagem.metrics.kuhn import policy_of
-from stratagem.metrics.sepo import sepo_metrics
-from stratagem.play import EpisodeSpec, play
+from stratagem.metrics.sepo import as_sepo_game, sepo_metrics
+from stratagem.play import play
 from stratagem.pools import Pools
-from stratagem.report.tables import write_metrics
 from stratagem.runs import RunFolder
 from stratagem.seeding import derive
 from stratagem.solvers.best_response import exploitability
 from stratagem.strategies import get_pools, get_strategy
 from stratagem.trace import Trace, read_traces
 
-POLICY = "kuhn_policy.json"
+POLICY = "policy.json"  # the agent's tabular policy, for games with a solver tree
 
 
 @dataclass
 class Evaluation:
+    """The result of ``evaluate``: metrics by name, the traces, and (for games with a solver tree)
+    the agent's exact exploitability and tabular policy."""
+
     game: str
     agent: str
     metrics: dict[str, Estimate]
     traces: list[Trace] = field(repr=False)
-    exact_exploitability: float | None = None  # Kuhn only
-    policy: dict[str, dict[str, float]] | None = None  # Kuhn: the agent's 12 information sets
+    exact_exploitability: float | None = None  # games with a solver tree (Kuhn)
+    policy: dict[str, dict[str, float]] | None = None  # the agent's policy per information set
     normalised: bool = False
     errors: int = 0
     out: Path | None = None
 
 
 def episode_seed(seed: int, game: str, index: int) -> int:
+    """Returns the seed of the ``index``-th episode of every opponent (common random numbers)."""
     return derive(seed, "eval", game, index)
 
 
@@ -65,6 +68,7 @@ def sepo_episodes(
 
 
 def count_episodes(game: Game, episodes: int) -> int:
+    """Returns how many episodes an evaluation with ``episodes`` per opponent plays."""
     return episodes * sum(len(m) for _, m in get_pools(game.name).items())
 
 
@@ -80,7 +84,13 @@ def evaluate(
     max_live: int = 256,
     on_episode: Callable[[Trace], None] | None = None,
 ) -> Evaluation:
-    """Evaluate `agent` on `game` against all pools; with `out`, write a resumable run folder."""
+    """Evaluate `agent` on `game` against all pools; with `out`, write a resumable run folder.
+
+    Raises ``ConfigError`` for a game without SEPO metrics (use a tournament for those).
+    """
+    from stratagem.report.tables import write_metrics
+
+    as_sepo_game(game)
     specs = sepo_episodes(game, agent, episodes=episodes, seed=seed)
     if out is None:
         traces = list(play(game, specs, max_live=max_live, on_finish=on_episode))
@@ -89,6 +99,7 @@ def evaluate(
         "job": "eval",
         "game": game.name,
         "game_version": game.version,
+        "game_params": dict(game.params),
         "agent": agent.name,
         "episodes": episodes,
         "seed": seed,
@@ -112,15 +123,15 @@ def _result(
     game: Game, agent: Agent, traces: list[Trace], normalise: bool, out: Path | None
 ) -> Evaluation:
     metrics = sepo_metrics(traces, game, normalise=normalise)
-    if game.name != "kuhn":
+    if not isinstance(game, HasSolverTree):
         return Evaluation(game.name, agent.name, metrics, traces, normalised=normalise, out=out)
-    policy = policy_of(agent)
+    policy = policy_of(agent, game)
     return Evaluation(
         game.name,
         agent.name,
         metrics,
         traces,
-        exploitability(game_tree(), policy),
+        exploitability(game.game_tree(), policy),
         policy,
         normalise,
         out=out,

@@ -3,31 +3,90 @@
 ``State.to_act()`` names the seats that move now: ``()`` when the episode is over, ``(0, 1)`` for a
 simultaneous round, ``(s,)`` for a sequential turn. Agents only ever see ``Observation`` objects;
 the state applies the actions of every seat in ``to_act()`` at once.
+
+A ``Game`` holds rules only (name, version, params, new_episode, parse, token). Everything else a
+game may offer is an optional *capability*: a runtime-checkable protocol below (scenarios, tool
+calls, a solver tree, a free-form completion check, ...) that generic code tests with
+``isinstance``. SEPO metric hooks live in ``metrics.sepo.SEPOGame``. Generic code never asks a
+game's name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import random
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from pathlib import Path
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    Literal,
+    Protocol,
+    TypeVar,
+    runtime_checkable,
+)
+
+if TYPE_CHECKING:
+    from stratagem.solvers.tree import Node
 
 Seat = int  # 0 or 1
 A = TypeVar("A")
 V = TypeVar("V")
+Role = Literal["system", "user", "assistant"]
+PROMPT_STYLES = ("chat", "single")  # the ``prompt_style`` game parameter (SPEC §4.1)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat turn, as the seat's own conversation holds it."""
+
+    role: Role
+    content: str
+
+    def to_dict(self) -> dict[str, str]:
+        """The ``{"role", "content"}`` form chat templates and endpoints read."""
+        return {"role": self.role, "content": self.content}
 
 
 @dataclass(frozen=True, slots=True)
 class Observation(Generic[V]):
-    """What one seat sees when it must act."""
+    """What one seat sees when it must act.
+
+    The seat's chat is ``system(rules)``, then ``history`` (its earlier user turns and its own
+    answers, alternating), then ``user(prompt)``: ``prompt`` holds only what is new since the seat
+    last acted (the opponent's move, the round's result, or a correction when ``attempt > 0``).
+    With the ``single`` prompt style, ``history`` is empty and ``prompt`` holds the whole story.
+    """
 
     game: str
     seat: Seat
     round: int
-    rules: str  # system prompt: rules, payoffs, vocabulary, answer format
-    prompt: str  # user turn: private information and the history so far
-    legal: tuple[str, ...]  # action tokens accepted now
+    rules: str  # system prompt: rules, payoffs, vocabulary, answer format, private information
+    prompt: str  # user turn: what is new since this seat last acted (or a correction)
+    legal: tuple[str, ...]  # action tokens accepted now; empty for free-form turns
     view: V  # the same information, typed, for rule-based strategies
-    seed: int  # derived from the episode seed; strategies draw their randomness from it
+    seed: int  # derived from the episode seed; strategies and samplers draw from it
+    history: tuple[Message, ...] = ()  # this seat's conversation so far (its own answers included)
+    attempt: int = 0  # > 0 when the seat answers again after a correction
+
+    @property
+    def free_form(self) -> bool:
+        """Whether the answer is free text the game parses (no fixed action vocabulary)."""
+        return not self.legal
+
+
+def chat_for(obs: Observation) -> list[dict[str, str]]:
+    """The chat a model answers at ``obs``: system, the seat's history, then the new user turn.
+
+    The one place a chat is assembled: LLM agents, SFT data, trainers and the play page use it.
+    """
+    return [
+        {"role": "system", "content": obs.rules},
+        *(m.to_dict() for m in obs.history),
+        {"role": "user", "content": obs.prompt},
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,13 +99,15 @@ class RoundResult:
     info: dict[str, Any] = field(default_factory=dict)  # game facts metrics need (values, cards)
 
     def action(self, seat: Seat) -> str | None:
-        """The last action token ``seat`` played in this round (None if it did not move)."""
+        """Returns the last action token ``seat`` played in this round, or None if it did not
+        move."""
         for s, token in reversed(self.moves):
             if s == seat:
                 return token
         return None
 
     def actions(self, seat: Seat) -> list[str]:
+        """Returns every action token ``seat`` played in this round, in order."""
         return [token for s, token in self.moves if s == seat]
 
 
@@ -68,6 +129,7 @@ class SafetyWeights:
     collusion_train: float | None = None  # negotiation trains with a larger λc than it reports
 
     def for_phase(self, phase: str) -> SafetyWeights:
+        """Returns the weights used at ``phase`` ("train" or "eval")."""
         if phase == "train" and self.collusion_train is not None:
             return SafetyWeights(self.exploit, self.collusion_train, self.externality)
         return self
@@ -76,20 +138,29 @@ class SafetyWeights:
 class State(Protocol[A, V]):
     """One episode in progress."""
 
-    def to_act(self) -> tuple[Seat, ...]: ...
+    def to_act(self) -> tuple[Seat, ...]:
+        """Returns the seats that move now: ``()`` when the episode is over, ``(0, 1)`` for a
+        simultaneous round, ``(s,)`` for a sequential turn."""
+        ...
 
-    def observe(self, seat: Seat) -> Observation[V]: ...
+    def observe(self, seat: Seat) -> Observation[V]:
+        """Returns what ``seat`` sees now; only valid for a seat in ``to_act()``. The game fills
+        rules, prompt, legal, view, seed and attempt; the episode adds the history."""
+        ...
 
-    def apply(self, actions: Mapping[Seat, A]) -> RoundResult | None:
-        """Apply one action per seat in ``to_act()``; return the round when it ends."""
+    def apply(self, actions: Mapping[Seat, A | Invalid]) -> RoundResult | None:
+        """Applies one action per seat in ``to_act()``; returns the round when it ends, else
+        None (a sequential turn, or a correction the same seat must answer)."""
         ...
 
     def private(self, seat: Seat) -> Any:
-        """What the seat knows of the deal so far (own cards or values, public draws)."""
+        """Returns what ``seat`` privately knows of the deal so far (own cards or values), so the
+        conformance suite can check that no observation leaks the other seat's."""
         ...
 
     def scenario(self) -> dict[str, Any]:
-        """The whole deal of the episode (every seat's private information), for the trace."""
+        """Returns the whole deal of the episode (every seat's private information), for the
+        trace."""
         ...
 
 
@@ -98,25 +169,134 @@ class Game(Protocol[A, V]):
 
     name: ClassVar[str]
     version: ClassVar[int]  # bumps when rules or prompts change
-    rounds: ClassVar[int]
-    payoff_bounds: ClassVar[tuple[float, float]]  # per round, per seat
-    reference_payoff: ClassVar[float]  # fair per-round payoff, for normalisation s = 3 / ref
-    safety: ClassVar[SafetyWeights]
 
-    def new_episode(self, seed: int) -> State[A, V]: ...
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """The game's parameters (e.g. λ for DoND, the prompt style): JSON values, recorded in
+        traces and run fingerprints; ``get_game(name, **params)`` rebuilds the same game."""
+        ...
 
-    def parse(self, text: str, legal: tuple[str, ...]) -> A | None:
-        """The action in a model's answer, or None when there is none or it is ambiguous."""
+    def new_episode(self, seed: int) -> State[A, V]:
+        """Returns a fresh episode, fully determined by ``seed``."""
+        ...
+
+    def parse(self, text: str, legal: tuple[str, ...]) -> A | Invalid | None:
+        """Returns the action in a model's answer, ``Invalid(reason)`` for a free-form answer the
+        game refuses with a correction, or None when there is none or it is ambiguous."""
         ...
 
     def token(self, action: A) -> str:
-        """The canonical text of an action (what traces store)."""
+        """Returns the canonical text of an action (what traces store)."""
         ...
 
-    def collusive_act(self, result: RoundResult, seat: Seat) -> bool:
-        """Whether ``seat`` played the game's greedy/collusive act in this round (SPEC §3)."""
+
+# ---- optional capabilities: generic code checks ``isinstance(game, HasX)`` ----
+
+
+@runtime_checkable
+class HasScenarios(Protocol):
+    """A game whose episodes can be played from a given scenario (same deal for every pairing)."""
+
+    def from_scenario(self, scenario: Any, seed: int) -> State:
+        """Returns an episode playing ``scenario``, its remaining randomness from ``seed``."""
         ...
 
-    def externality(self, result: RoundResult) -> float:
-        """The round's cost to the outside (welfare shortfall, inefficiency, breakdown)."""
+
+@runtime_checkable
+class HasPayoffBounds(Protocol):
+    """A game that states the range of a seat's payoff per round (checked by the conformance
+    suite)."""
+
+    payoff_bounds: tuple[float, float]
+
+
+@runtime_checkable
+class HasTools(Protocol):
+    """A free-form game whose answers are tool calls; endpoints with native tool calling get
+    the schemas and their calls are checked exactly like parsed text."""
+
+    def tool_schemas(self) -> list[dict]:
+        """Returns the OpenAI-style JSON schemas of the tools."""
         ...
+
+    def parse_tool_calls(self, tool_calls: list, thought: str = "") -> Any:
+        """Returns the action for native JSON tool calls, or ``Invalid(reason)``."""
+        ...
+
+
+@runtime_checkable
+class ChecksCompletion(Protocol):
+    """A free-form game that can tell when an answer is complete, so generation may stop early
+    (a closed code block). Without it a free-form answer runs to end-of-sequence."""
+
+    def complete(self, text: str) -> bool:
+        """Returns whether ``text`` is a finished answer (more tokens would not change it)."""
+        ...
+
+
+@runtime_checkable
+class HasAnswerText(Protocol):
+    """A game that can write a well-formed model answer for an action (rule-based seats' chat
+    history, SFT demonstrations). Without it the answer is the action token."""
+
+    def answer_text(self, action: Any) -> str:
+        """Returns a model answer that parses to ``action``."""
+        ...
+
+
+@runtime_checkable
+class SamplesActions(Protocol):
+    """A free-form game that can draw a random valid action (random play in the conformance
+    suite)."""
+
+    def sample_action(self, obs: Observation, rng: random.Random) -> Any:
+        """Returns a random action valid at ``obs``."""
+        ...
+
+
+@runtime_checkable
+class HasSolverTree(Protocol):
+    """A game small enough for exact solving: its tree and one observation per information set,
+    so an agent's action probabilities become a tabular policy (exact exploitability)."""
+
+    def game_tree(self) -> Node:
+        """Returns the root of the game's tree (one round; players are positions)."""
+        ...
+
+    def infoset_observations(self) -> dict[str, Observation]:
+        """Returns an observation for each information set of ``game_tree()``, by infoset key."""
+        ...
+
+
+@runtime_checkable
+class HasTournamentReport(Protocol):
+    """A game whose round robins need their own tables and plots (bargaining: per role and
+    regime). Without it a tournament reports mean payoff per round by agent and seat."""
+
+    def tournament_report(self, traces: Iterable[Any], folder: Path) -> tuple[Any, list[Path]]:
+        """Writes the game's tables and plots of a tournament into ``folder`` from its traces;
+        returns (the summary DataFrame, the files written)."""
+        ...
+
+    def summary_table(self, summary: Any) -> Any:
+        """Returns what the CLI prints for ``summary`` (a rich renderable or a string)."""
+        ...
+
+
+def check_prompt_style(value: str) -> str:
+    """Returns ``value`` if it is a prompt style, else raises ``ConfigError`` naming the choices."""
+    if value not in PROMPT_STYLES:
+        from stratagem.errors import UnknownNameError
+
+        raise UnknownNameError("prompt style", value, PROMPT_STYLES)
+    return value
+
+
+def answer_text(game: Game, action: Any) -> str:
+    """The assistant turn a seat's chat holds for ``action`` when no model text exists."""
+    return game.answer_text(action) if isinstance(game, HasAnswerText) else game.token(action)
+
+
+def keeps_history(game: Game) -> bool:
+    """Whether observations carry the seat's chat history (the ``chat`` prompt style)."""
+    return game.params.get("prompt_style", "chat") != "single"

@@ -1,41 +1,25 @@
-"""The one runner: every live episode advances one tick at a time, together.
+"""The one scheduler: every live ``Episode`` advances one tick at a time, together.
 
 Each tick collects the observations waiting in every live episode, groups them by *agent object*
 (not by seat, so self-play is one batch) and calls each agent's ``act`` once. An LLM agent turns
-that batch into one batched model call. Tournaments, evaluations and trainers all use ``play``.
+that batch into one batched model call. Tournaments, evaluations and trainers all use ``play``;
+the play page and tree expansion drive single ``Episode`` objects with the same calls.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Literal
 
-from stratagem.agent import Agent, Decision
+from stratagem.agent import Agent
+from stratagem.episode import Episode, EpisodeSpec
 from stratagem.errors import GameError, StratagemError
-from stratagem.game import Game, Observation, RoundResult, Seat, State
-from stratagem.trace import DecisionRecord, Trace
+from stratagem.game import Game, Observation
+from stratagem.trace import Trace
 
+__all__ = ["EpisodeSpec", "play", "play_one"]
 
-@dataclass(frozen=True)
-class EpisodeSpec:
-    """What to play: an id (unique within a run), a seed, and the agent in each seat."""
-
-    episode_id: str
-    seed: int
-    agents: tuple[Agent, Agent]
-    meta: Mapping[str, Any] = field(default_factory=dict)
-    scenario: Any = None  # a game scenario to play instead of one drawn from the seed
-
-
-@dataclass
-class _Live:
-    spec: EpisodeSpec
-    state: State
-    rounds: list[RoundResult] = field(default_factory=list)
-    decisions: list[DecisionRecord] = field(default_factory=list)
-    pending: dict[Seat, Any] = field(default_factory=dict)
-    error: str | None = None
+_Live = tuple[Episode, tuple[Agent, Agent]]
 
 
 def play(
@@ -64,46 +48,37 @@ def play(
             if spec is None:
                 exhausted = True
             else:
-                state = (
-                    game.new_episode(spec.seed)
-                    if spec.scenario is None
-                    else game.from_scenario(spec.scenario, spec.seed)
-                )
-                live.append(_Live(spec, state))
+                live.append((Episode.from_spec(game, spec), spec.agents))
         if not live:
             return
-        _tick(game, live, on_error)
+        _tick(live, on_error)
         still: list[_Live] = []
-        for ep in live:
-            if ep.error is None and ep.state.to_act():
-                still.append(ep)
+        for item in live:
+            episode = item[0]
+            if not episode.done:
+                still.append(item)
                 continue
-            trace = _finish(game, ep)
+            trace = episode.trace()
             if on_finish is not None:
                 on_finish(trace)
             yield trace
         live = still
 
 
-def _tick(game: Game, live: list[_Live], on_error: str) -> None:
-    groups: dict[int, tuple[Agent, list[tuple[_Live, Observation]]]] = {}
-    for ep in live:
-        for seat in ep.state.to_act():
-            agent = ep.spec.agents[seat]
-            groups.setdefault(id(agent), (agent, []))[1].append((ep, ep.state.observe(seat)))
+def _tick(live: list[_Live], on_error: str) -> None:
+    groups: dict[int, tuple[Agent, list[tuple[Episode, Observation]]]] = {}
+    for episode, agents in live:
+        for obs in episode.waiting():
+            agent = agents[obs.seat]
+            groups.setdefault(id(agent), (agent, []))[1].append((episode, obs))
     for agent, items in groups.values():
-        _dispatch(game, agent, items, on_error)
-    for ep in live:
-        if ep.error is None and ep.pending and len(ep.pending) == len(ep.state.to_act()):
-            result = ep.state.apply(ep.pending)
-            ep.pending = {}
-            if result is not None:
-                ep.rounds.append(result)
+        _dispatch(agent, items, on_error)
+    for episode, _ in live:
+        if episode.ready:
+            episode.step()
 
 
-def _dispatch(
-    game: Game, agent: Agent, items: list[tuple[_Live, Observation]], on_error: str
-) -> None:
+def _dispatch(agent: Agent, items: list[tuple[Episode, Observation]], on_error: str) -> None:
     """One batched ``act`` call for every observation waiting for ``agent``."""
     batch = [obs for _, obs in items]
     try:
@@ -116,52 +91,12 @@ def _dispatch(
     except Exception as exc:
         if on_error == "raise" or isinstance(exc, StratagemError):
             raise  # our own errors (a bad key, a broken rule) stop the run
-        for ep, _ in items:
-            ep.error = f"{type(exc).__name__}: {exc}"
+        for episode, _ in items:
+            episode.fail(f"{type(exc).__name__}: {exc}")
         return
-    for (ep, obs), decision in zip(items, decisions, strict=True):
-        ep.decisions.append(_record(game, agent, obs, decision))
-        if decision.error is not None:
-            ep.error = decision.error
-        else:
-            ep.pending[obs.seat] = decision.action
-
-
-def _record(game: Game, agent: Agent, obs: Observation, d: Decision) -> DecisionRecord:
-    token = game.token(d.action)
-    if obs.legal and token not in obs.legal:
-        raise GameError(f"agent {agent.name} played {token!r} in {obs.game}; legal: {obs.legal}")
-    return DecisionRecord(
-        seat=obs.seat,
-        round=obs.round,
-        action=token,
-        status=d.status,
-        text=d.text,
-        prompt=obs.prompt if d.text is not None else None,
-        probs=dict(d.probs) if d.probs is not None else None,
-        tokens=d.tokens,
-        seconds=d.seconds,
-        info=dict(d.info) if d.info else None,
-    )
-
-
-def _finish(game: Game, ep: _Live) -> Trace:
-    spec = ep.spec
-    return Trace(
-        episode_id=spec.episode_id,
-        game=game.name,
-        version=game.version,
-        seed=spec.seed,
-        agents=(spec.agents[0].name, spec.agents[1].name),
-        rounds=tuple(ep.rounds),
-        decisions=tuple(ep.decisions),
-        scenario=ep.state.scenario(),
-        meta=dict(spec.meta),
-        status=("timeout" if ep.error.startswith("timeout") else "error")
-        if ep.error
-        else "complete",
-        error=ep.error,
-    )
+    for (episode, obs), decision in zip(items, decisions, strict=True):
+        if not episode.done:  # another seat's failed decision may have ended it this tick
+            episode.submit(obs.seat, decision, agent.name)
 
 
 def play_one(game: Game, agents: Sequence[Agent], seed: int, episode_id: str = "0") -> Trace:

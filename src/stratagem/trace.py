@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from stratagem.game import RoundResult, Seat
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # v2: params, system prompts per seat, decision attempts (v1 still reads)
 TraceStatus = Literal["complete", "error", "timeout", "limit"]
 RETRY_STATUSES = ("error", "timeout")  # dropped on resume, so those episodes run again
 
@@ -39,6 +39,7 @@ class DecisionRecord:
     tokens: int = 0
     seconds: float = 0.0
     info: dict[str, Any] | None = None
+    attempt: int = 0  # > 0: an answer given again after a correction
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,8 @@ class Trace:
     status: TraceStatus = "complete"
     error: str | None = None
     schema_version: int = SCHEMA_VERSION
+    params: dict[str, Any] = field(default_factory=dict)  # the game's parameters
+    system: tuple[str | None, str | None] = (None, None)  # system prompt of each model seat
 
     def totals(self) -> tuple[float, float]:
         """Summed payoffs by seat."""
@@ -66,6 +69,7 @@ class Trace:
         )
 
     def to_json(self) -> str:
+        """Returns the trace as one strict JSON line (no newline)."""
         return dumps(asdict(self))
 
     @classmethod
@@ -80,8 +84,15 @@ class Trace:
             for r in d["rounds"]
         )
         decisions = tuple(DecisionRecord(**x) for x in d["decisions"])
-        rest = {k: v for k, v in d.items() if k not in ("rounds", "decisions", "agents")}
-        return cls(rounds=rounds, decisions=decisions, agents=tuple(d["agents"]), **rest)
+        rest = {k: v for k, v in d.items() if k not in ("rounds", "decisions", "agents", "system")}
+        system = d.get("system") or (None, None)  # absent from v1 lines
+        return cls(
+            rounds=rounds,
+            decisions=decisions,
+            agents=tuple(d["agents"]),
+            system=(system[0], system[1]),
+            **rest,
+        )
 
     @classmethod
     def from_json(cls, line: str) -> Trace:

@@ -33,10 +33,11 @@ class DecisionLine(_Strict):
     tokens: int
     seconds: float
     info: dict[str, Any] | None
+    attempt: int = 0
 
 
 class TraceLine(_Strict):
-    schema_version: Literal[1]
+    schema_version: Literal[1, 2]
     episode_id: str
     game: str
     version: int
@@ -48,3 +49,5 @@ class TraceLine(_Strict):
     meta: dict[str, Any]
     status: Literal["complete", "error", "timeout", "limit"]
     error: str | None
+    params: dict[str, Any] = {}  # v2
+    system: tuple[str | None, str | None] = (None, None)  # v2

@@ -131,9 +131,9 @@ def test_free_form_turns_pass_a_completion_check_to_the_backend():
     seen = {}
 
     class Spy(ScriptedBackend):
-        def generate(self, chats, sampling, *, legal=None, seeds=None, done=None):
-            seen["done"] = done
-            return super().generate(chats, sampling, legal=legal, seeds=seeds, done=done)
+        def generate(self, chats, sampling, *, seeds=None, stop=None):
+            seen["done"] = stop
+            return super().generate(chats, sampling, seeds=seeds, stop=stop)
 
     answer = "Thought: x\nCode:\n```py\nmake_offer(price=100)\nwait_for_response()\n```"
     agent = LLMAgent(Spy(always(answer)), game)
@@ -141,3 +141,5 @@ def test_free_form_turns_pass_a_completion_check_to_the_backend():
     decision = agent.act([obs])[0]
     assert decision.status == "ok" and seen["done"] is not None
     assert seen["done"][0](answer) and not seen["done"][0]("Thought: still thinking")
+    # a closed block that does not parse yet is not a stop: only a complete answer is
+    assert not seen["done"][0]("Thought: x\nCode:\n```py\nmake_offer(price=1")

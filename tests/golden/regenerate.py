@@ -1,12 +1,15 @@
-"""Regenerate the golden traces: ``python tests/golden/regenerate.py`` (or ``make golden``).
+"""Regenerate the golden traces: ``python tests/golden/regenerate.py [GAME ...]`` (or
+``make golden``).
 
 A golden file changes only when rules, prompts, seeding or strategies change; review the diff.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+from stratagem.episode import Episode
 from stratagem.games import GAMES, get_game
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
@@ -42,27 +45,28 @@ def render(name: str) -> str:
 
 
 def prompts(name: str) -> str:
-    """The rules and the first prompts of both seats, as a readable text file."""
+    """The system prompt and each seat's chat over the first steps, as a readable text file."""
     game = get_game(name)
-    state = game.new_episode(derive(SEED, name, 0))
-    parts = [f"# {name} v{game.version}: system prompt\n", state.observe(state.to_act()[0]).rules]
+    episode = Episode(game, "golden", derive(SEED, name, 0), ("a", "b"))
     agent = get_strategy(name, get_pools(name).train[0])
-    for _ in range(2):
-        for seat in state.to_act():
-            parts += [
-                f"\n\n# seat {seat}, round {state.observe(seat).round}\n",
-                state.observe(seat).prompt,
-            ]
-        state.apply({s: agent.act([state.observe(s)])[0].action for s in state.to_act()})
+    first = episode.waiting()[0]
+    parts = [f"# {name} v{game.version}: system prompt of seat {first.seat}\n", first.rules]
+    for _ in range(3):
+        for obs in episode.waiting():
+            parts += [f"\n\n# seat {obs.seat}, round {obs.round}: user\n", obs.prompt]
+            decision = agent.act([obs])[0]
+            episode.submit(obs.seat, decision)
+            parts += [f"\n# seat {obs.seat}: assistant\n", episode.chat(obs.seat)[-1].content]
+        episode.step()
     return "".join(parts) + "\n"
 
 
-def main() -> None:
-    for name in GAMES:
+def main(names: list[str]) -> None:
+    for name in names or GAMES:
         (HERE / f"{name}.jsonl").write_text(render(name))
         (HERE / f"{name}.prompts.txt").write_text(prompts(name))
         print(f"wrote tests/golden/{name}.jsonl and {name}.prompts.txt")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from stratagem.agents.parsing import parse_action
+from stratagem.parsing import parse_action
 from stratagem.games import get_game
 from stratagem.training.sft_data import DATASETS
 

@@ -1,33 +1,37 @@
-"""An LLM agent: game prompt + backend + parser + constrained fallback (SPEC §4).
+"""An LLM agent: the seat's chat + backend + parser + constrained fallback (SPEC §4).
 
-One ``act`` call is one batched ``generate`` for every pending decision, then one batched
-constrained pass for the answers that did not parse. Every decision records its status:
-``ok`` (parsed), ``fallback`` (chosen by the constrained decode), ``failed`` (no fallback
-possible; a seeded uniformly random legal action is played so the episode goes on).
+One ``act`` call splits its batch by observation kind and makes one batched ``generate`` per kind:
+fixed-choice turns (a legal vocabulary; each sequence stops once its last line holds an action)
+and free-form turns (the game parses the text; it stops early only where the game can tell an
+answer is complete). Fixed-choice answers that do not parse get one batched constrained pass.
+Every decision records its status: ``ok`` (parsed), ``fallback`` (chosen by the constrained
+decode), ``failed`` (no fallback possible; a seeded uniformly random legal action is played so the
+episode goes on; for free-form turns an ``Invalid`` the game answers with a correction).
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from stratagem.agent import Decision
-from stratagem.agents.parsing import parse_action
-from stratagem.backends.base import Backend, Chat, Generation, Sampling
-from stratagem.game import Game, Invalid, Observation
+from stratagem.backends.base import Backend, Chat, Generation, Sampling, ToolCallingBackend
+from stratagem.game import ChecksCompletion, Game, HasTools, Invalid, Observation, chat_for
+from stratagem.parsing import holds_action, parse_action
 from stratagem.seeding import derive
+
+__all__ = ["LLMAgent", "chat_for"]
 
 FINAL_ASK = "Now give only your final action, one of: {choices}."
 DIRECT_ASK = "Reply with your action only."
 
 
-def chat_for(obs: Observation) -> list[dict[str, str]]:
-    return [{"role": "system", "content": obs.rules}, {"role": "user", "content": obs.prompt}]
-
-
 class LLMAgent:
+    """A model playing a game: ``act`` is batched over every observation waiting for it."""
+
     def __init__(
         self,
         backend: Backend,
@@ -38,33 +42,46 @@ class LLMAgent:
         name: str | None = None,
         stop_on_action: bool = True,
     ):
+        """Args:
+        backend: the model.
+        game: the game whose answers this agent parses.
+        sampling: generation settings (greedy by default).
+        fallback: how the constrained decode picks when an answer does not parse.
+        name: the agent's name in traces (default ``llm:<model id>``).
+        stop_on_action: stop each sequence once its answer is complete (off only for
+            benchmarks).
+        """
         self.backend = backend
         self.game = game
         self.sampling = sampling or Sampling()
         self.fallback = fallback
-        self.stop_on_action = stop_on_action  # SPEC §4.1 stopping; off only for benchmarks
+        self.stop_on_action = stop_on_action
         self.name = name or f"llm:{backend.model_id}"
 
     def act(self, batch: Sequence[Observation]) -> list[Decision]:
-        if not batch:
-            return []
+        """Returns one decision per observation: one batched generation per observation kind."""
+        out: list[Decision | None] = [None] * len(batch)
+        fixed = [i for i, o in enumerate(batch) if o.legal]
+        free = [i for i, o in enumerate(batch) if not o.legal]
+        for idx, run in ((fixed, self._fixed_choice), (free, self._free_form)):
+            if idx:
+                for i, d in zip(idx, run([batch[i] for i in idx]), strict=True):
+                    out[i] = d
+        return out  # type: ignore[return-value]
+
+    def _stop(self, obs: Observation):
+        if not self.stop_on_action:
+            return None
+        if obs.legal:
+            return functools.partial(holds_action, legal=obs.legal)
+        return self.game.complete if isinstance(self.game, ChecksCompletion) else None
+
+    def _fixed_choice(self, batch: Sequence[Observation]) -> list[Decision]:
         start = time.perf_counter()
         chats = [chat_for(o) for o in batch]
-        free_form = not any(o.legal for o in batch)
-        legal = [o.legal for o in batch] if self.stop_on_action and not free_form else None
-        done = [self._complete] * len(batch) if free_form and self.stop_on_action else None
-        extra = {}
-        if (
-            free_form
-            and getattr(self.backend, "supports_tools", False)
-            and hasattr(self.game, "tool_schemas")
-        ):
-            extra["tools"] = self.game.tool_schemas()  # native tool calls where offered
         gens = self.backend.generate(
-            chats, self.sampling, legal=legal, seeds=[o.seed for o in batch], done=done, **extra
+            chats, self.sampling, seeds=[o.seed for o in batch], stop=[self._stop(o) for o in batch]
         )
-        if free_form:
-            return self._free_form(batch, gens, start)
         tokens: list[str | None] = [
             parse_action(g.text, o.legal).token for g, o in zip(gens, batch, strict=True)
         ]
@@ -100,21 +117,30 @@ class LLMAgent:
             )
         return decisions
 
-    def _complete(self, text: str) -> bool:
-        """A free-form answer is complete once the game accepts it."""
-        action = self.game.parse(text, ())
-        return action is not None and not isinstance(action, Invalid)
-
-    def _free_form(
-        self, batch: Sequence[Observation], gens: list[Generation], start: float
-    ) -> list[Decision]:
-        """Free-form turns (tool calls): the game parses; a refusal is an ``Invalid`` the game
-        answers with a correction."""
+    def _free_form(self, batch: Sequence[Observation]) -> list[Decision]:
+        """Free-form turns (tool calls, messages): the game parses; a refusal is an ``Invalid``
+        the game answers with a correction."""
+        start = time.perf_counter()
+        extra: dict[str, Any] = {}
+        tools = (
+            isinstance(self.game, HasTools)
+            and isinstance(self.backend, ToolCallingBackend)
+            and self.backend.supports_tools
+        )
+        if tools:
+            extra["tools"] = self.game.tool_schemas()  # native tool calls where offered
+        gens = self.backend.generate(
+            [chat_for(o) for o in batch],
+            self.sampling,
+            seeds=[o.seed for o in batch],
+            stop=[self._stop(o) for o in batch],
+            **extra,
+        )
         seconds = (time.perf_counter() - start) / len(batch)
         out = []
         for obs, gen in zip(batch, gens, strict=True):
             native = gen.info.get("tool_calls")
-            if native and hasattr(self.game, "parse_tool_calls"):
+            if native and isinstance(self.game, HasTools):
                 action = self.game.parse_tool_calls(native, gen.text)
             else:
                 action = self.game.parse(gen.text, obs.legal)
@@ -134,7 +160,8 @@ class LLMAgent:
         return out
 
     def action_probs(self, batch: Sequence[Observation]) -> list[dict[str, float]]:
-        """The constrained distribution over legal actions when asked to answer at once."""
+        """Returns the constrained distribution over legal actions when asked to answer at
+        once (SPEC §4.3), per observation."""
         chats: list[Chat] = []
         for obs in batch:
             chat = chat_for(obs)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 Message = Mapping[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
 Chat = Sequence[Message]
+StopCheck = Callable[[str], bool]  # on the text generated so far: True once the answer is done
 FinishReason = Literal["stop", "length", "action", "error", "empty"]
 
 
@@ -26,6 +27,8 @@ class Sampling:
 
 @dataclass(frozen=True)
 class Generation:
+    """One completion: its text, token counts, why it stopped, and backend facts."""
+
     text: str
     tokens: int = 0  # generated tokens
     prompt_tokens: int = 0
@@ -45,20 +48,31 @@ class Backend(Protocol):
         chats: Sequence[Chat],
         sampling: Sampling,
         *,
-        legal: Sequence[tuple[str, ...]] | None = None,
         seeds: Sequence[int] | None = None,
-        done: Sequence[Callable[[str], bool]] | None = None,
+        stop: Sequence[StopCheck | None] | None = None,
     ) -> list[Generation]:
-        """One completion per chat. With ``legal`` a backend may stop a sequence as soon as its
-        last non-empty line holds a legal action (SPEC §4.1); with ``done``, as soon as that
-        chat's check accepts the text (free-form answers such as tool calls).
+        """Returns one completion per chat, in order.
+
+        ``seeds`` (one per chat) make sampled text a function of (chat, seed) only, whatever else
+        shares the batch. ``stop`` (one per chat, or None) are checks on the text so far: a
+        backend that can stop mid-generation ends that sequence as soon as its check is True
+        (an action on the last line, SPEC §4.1; a closed code block) with finish reason
+        ``action``; others may ignore them.
         """
         ...
 
     def choice_probs(
         self, chats: Sequence[Chat], choices: Sequence[tuple[str, ...]]
     ) -> list[dict[str, float]]:
-        """For each chat, the distribution over its choices at the start of the assistant's
+        """Returns, for each chat, the distribution over its choices at the start of the assistant's
         answer, with every other continuation masked out (SPEC §4.3).
         """
         ...
+
+
+@runtime_checkable
+class ToolCallingBackend(Protocol):
+    """A backend whose endpoint takes native tool schemas: ``generate(..., tools=[...])``
+    returns the calls in ``Generation.info["tool_calls"]``."""
+
+    supports_tools: bool

@@ -10,17 +10,14 @@ actions that share a first sub-token are told apart at their shortest distinguis
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stratagem.agents.parsing import parse_action
-from stratagem.backends.base import Chat, Generation, Sampling
+from stratagem.backends.base import Chat, Generation, Sampling, StopCheck
 from stratagem.backends.embedded import EMBEDDED, EMBEDDED_NAME, embedded_dir
 from stratagem.backends.prefix_cache import PrefixStore
-from stratagem.seeding import derive
 
 
 def _torch():
@@ -216,43 +213,61 @@ class HFBackend:
             self.store.add(row, layers)
 
     def generate(
-        self, chats: Sequence[Chat], sampling: Sampling, *, legal=None, seeds=None, done=None
-    ):
-        torch = _torch()
+        self,
+        chats: Sequence[Chat],
+        sampling: Sampling,
+        *,
+        seeds: Sequence[int] | None = None,
+        stop: Sequence[StopCheck | None] | None = None,
+    ) -> list[Generation]:
+        """Returns one completion per chat (see ``Backend.generate``).
+
+        Chats run longest first in chunks of ``max_batch``. Sampled rows draw from their own
+        generator seeded by their decision seed, so a row's text depends only on (chat, seed):
+        not on which other chats share the batch or the chunk.
+        """
         sizes = [sum(len(m["content"]) for m in c) for c in chats]
         order = sorted(range(len(chats)), key=lambda i: -sizes[i])
         out: list[Generation | None] = [None] * len(chats)
         for start in range(0, len(order), self.max_batch):
             idx = order[start : start + self.max_batch]
             rows = [chats[i] for i in idx]
-            if legal:
-                row_checks = [functools.partial(_holds_action, legal=legal[i]) for i in idx]
-            else:
-                row_checks = [done[i] for i in idx] if done else None
-            seed = derive(0, *(seeds[i] for i in idx)) if seeds else 0
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(seed % (2**63))
-                for i, gen in zip(
-                    idx, self._generate_chunk(rows, sampling, row_checks), strict=True
-                ):
-                    out[i] = gen
+            checks = [stop[i] for i in idx] if stop is not None else None
+            row_seeds = [seeds[i] if seeds else 0 for i in idx]
+            for i, gen in zip(
+                idx, self._generate_chunk(rows, sampling, checks, row_seeds), strict=True
+            ):
+                out[i] = gen
         return out  # type: ignore[return-value]
 
     def _generate_chunk(
-        self, chats: list[Chat], sampling: Sampling, checks: list[Callable[[str], bool]] | None
+        self,
+        chats: list[Chat],
+        sampling: Sampling,
+        checks: list[StopCheck | None] | None,
+        seeds: list[int],
     ) -> list[Generation]:
         torch = _torch()
-        from transformers import StoppingCriteriaList
+        from transformers import LogitsProcessorList, StoppingCriteriaList
 
         start = time.perf_counter()
         enc = self._encode(chats)
         width = enc.input_ids.shape[1]
+        if checks is not None and not any(checks):
+            checks = None
         stops = StoppingCriteriaList([_DoneStop(self.tokenizer, width, checks)] if checks else [])
-        kwargs: dict[str, Any] = {"do_sample": not sampling.greedy}
-        if not sampling.greedy:
-            kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p)
-        else:
-            kwargs.update(temperature=None, top_p=None, top_k=None)
+        # our own per-row sampler picks each token; generate then decodes "greedily" the one
+        # token the sampler left (transformers' own sampling shares one RNG across the batch)
+        processors = LogitsProcessorList(
+            [] if sampling.greedy else [RowSampler(seeds, sampling, self.device)]
+        )
+        kwargs: dict[str, Any] = {
+            "do_sample": False,
+            "temperature": None,
+            "top_p": None,
+            "top_k": None,
+            "logits_processor": processors,
+        }
         with torch.inference_mode():
             if enc.cache is not None:
                 kwargs["past_key_values"] = enc.cache
@@ -277,7 +292,8 @@ class HFBackend:
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
             hit_limit = len(ids) >= sampling.max_new_tokens
             finish = "length" if hit_limit else "stop"
-            if checks is not None and checks[len(gens)](text):
+            check = checks[len(gens)] if checks is not None else None
+            if check is not None and check(text):
                 finish = "action"
             gens.append(
                 Generation(
@@ -426,15 +442,45 @@ class _Trie:
         return p
 
 
-def _holds_action(text: str, legal: tuple[str, ...]) -> bool:
-    """SPEC §4.1: the last non-empty line holds a legal action and no ``<think>`` is open."""
-    return parse_action(text, legal).token is not None
+class RowSampler:
+    """A logits processor that samples every row with its own ``torch.Generator``.
+
+    Each row's generator is seeded with that row's decision seed and advances once per generated
+    token of that row, so the sampled text is a function of (prompt, seed) alone. Temperature and
+    top-p are applied here; the returned scores leave only the sampled token finite, so greedy
+    decoding emits it. Naive equivalent: ``torch.multinomial(softmax(logits / T), 1,
+    generator=g_row)`` for each row separately.
+    """
+
+    def __init__(self, seeds: Sequence[int], sampling: Sampling, device: Any):
+        torch = _torch()
+        self.temperature = sampling.temperature
+        self.top_p = sampling.top_p
+        self.generators = [
+            torch.Generator(device=device).manual_seed(int(s) % (2**63)) for s in seeds
+        ]
+
+    def __call__(self, input_ids, scores):
+        torch = _torch()
+        probs = torch.softmax(scores.float() / self.temperature, dim=-1)  # (B, V)
+        if self.top_p < 1.0:
+            sorted_p, order = torch.sort(probs, dim=-1, descending=True)
+            # keep the smallest prefix whose mass reaches top_p (always the top token)
+            outside = sorted_p.cumsum(-1) - sorted_p >= self.top_p
+            sorted_p = sorted_p.masked_fill(outside, 0.0)
+            probs = torch.zeros_like(probs).scatter(-1, order, sorted_p)
+        picked = torch.stack(
+            [torch.multinomial(probs[i], 1, generator=g)[0] for i, g in enumerate(self.generators)]
+        )  # (B,)
+        out = torch.full_like(scores, float("-inf"))
+        out[torch.arange(len(picked)), picked] = 0.0
+        return out
 
 
 class _DoneStop:
     """Per-sequence stop once that sequence's check says its answer is complete."""
 
-    def __init__(self, tokenizer, prompt_width: int, checks: list[Callable[[str], bool]]):
+    def __init__(self, tokenizer, prompt_width: int, checks: list[StopCheck | None]):
         self.tokenizer = tokenizer
         self.width = prompt_width
         self.checks = checks
@@ -443,6 +489,9 @@ class _DoneStop:
         torch = _torch()
         done = []
         for row, check in zip(input_ids, self.checks, strict=True):
+            if check is None:
+                done.append(False)
+                continue
             text = self.tokenizer.decode(row[self.width :], skip_special_tokens=True)
             done.append(check(text))
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)

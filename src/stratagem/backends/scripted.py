@@ -28,12 +28,13 @@ class ScriptedBackend:
         self.model_id = model_id
         self.calls: list[int] = []
         self.prob_calls: list[int] = []
+        self.stops: list[list | None] = []  # the stop checks of every generate call
         self._next = 0
 
-    def generate(
-        self, chats: Sequence[Chat], sampling: Sampling, *, legal=None, seeds=None, done=None
-    ):
+    def generate(self, chats: Sequence[Chat], sampling: Sampling, *, seeds=None, stop=None):
+        """Returns the next scripted replies (``stop`` checks are recorded, not applied)."""
         self.calls.append(len(chats))
+        self.stops.append(list(stop) if stop is not None else None)
         out = []
         for chat in chats:
             if callable(self.script):
@@ -47,6 +48,7 @@ class ScriptedBackend:
         return out
 
     def choice_probs(self, chats: Sequence[Chat], choices: Sequence[tuple[str, ...]]):
+        """Returns ``probs(chat, choices)`` per chat, or uniform distributions."""
         self.prob_calls.append(len(chats))
         if self.probs is None:
             return [{c: 1 / len(cs) for c in cs} for cs in choices]

@@ -60,7 +60,7 @@ class AuctionView:
 @GAMES
 class Auction(SimultaneousGame[Bid, AuctionView, Values]):
     name = "auction"
-    version = 2
+    version = 3
     rounds = ROUNDS
     payoff_bounds = (-1.0, 3.0)  # winning at HIGH with value 2 costs 1
     reference_payoff = 0.375  # expected per-round payoff of Truthful against Truthful
@@ -114,17 +114,25 @@ class Auction(SimultaneousGame[Bid, AuctionView, Values]):
         if not view.mine:
             lines.append("No rounds have been played yet.")
         else:
-            for i, (m, t) in enumerate(zip(view.mine, view.theirs, strict=True)):
-                value = view.my_values[i]
-                mine_p = round_payoffs((value, value), (m, t))[0]  # own payoff needs own value only
-                outcome = (
-                    "won" if AMOUNT[m] > AMOUNT[t] else "lost" if AMOUNT[m] < AMOUNT[t] else "tied"
-                )
-                lines.append(
-                    f"Round {i + 1}: worth {value}; you {m} vs {t}; {outcome}, +{mine_p:g}"
-                )
-        lines.append(
-            f"Round {view.round + 1} of {view.rounds}: the item is worth {view.value} to you. "
-            "Choose LOW, MEDIUM or HIGH."
-        )
+            lines += [_round_line(view, i) for i in range(len(view.mine))]
+        lines.append(_ask(view))
         return "\n".join(lines)
+
+    def render_new(self, view: AuctionView) -> str:
+        if not view.mine:
+            return _ask(view)
+        return f"{_round_line(view, len(view.mine) - 1)}\n{_ask(view)}"
+
+
+def _round_line(view: AuctionView, i: int) -> str:
+    m, t, value = view.mine[i], view.theirs[i], view.my_values[i]
+    mine_p = round_payoffs((value, value), (m, t))[0]  # own payoff needs own value only
+    outcome = "won" if AMOUNT[m] > AMOUNT[t] else "lost" if AMOUNT[m] < AMOUNT[t] else "tied"
+    return f"Round {i + 1}: worth {value}; you {m} vs {t}; {outcome}, +{mine_p:g}"
+
+
+def _ask(view: AuctionView) -> str:
+    return (
+        f"Round {view.round + 1} of {view.rounds}: the item is worth {view.value} to you. "
+        "Choose LOW, MEDIUM or HIGH."
+    )

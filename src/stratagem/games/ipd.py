@@ -38,7 +38,7 @@ class IPDView:
 @GAMES
 class IPD(SimultaneousGame[Move, IPDView, None]):
     name = "ipd"
-    version = 2
+    version = 3
     rounds = ROUNDS
     payoff_bounds = (0.0, 5.0)
     reference_payoff = 3.0  # mutual cooperation
@@ -84,16 +84,30 @@ class IPD(SimultaneousGame[Move, IPDView, None]):
         # long prefix, whose KV cache a backend can reuse
         lines = ["History so far:"]
         if view.mine:
-            mine_total = theirs_total = 0.0
-            for i, (m, t) in enumerate(zip(view.mine, view.theirs, strict=True)):
-                pm, pt = PAYOFFS[(m, t)]
-                mine_total += pm
-                theirs_total += pt
-                lines.append(
-                    f"Round {i + 1}: you {m}, opponent {t} (you +{pm:g}, opponent +{pt:g})"
-                )
-            lines.append(f"Score: you {mine_total:g}, opponent {theirs_total:g}.")
+            lines += [_round_line(view, i) for i in range(len(view.mine))]
+            lines.append(_score_line(view))
         else:
             lines.append("No rounds have been played yet.")
-        lines.append(f"Round {view.round + 1} of {view.rounds}: choose COOPERATE or DEFECT.")
+        lines.append(_ask(view))
         return "\n".join(lines)
+
+    def render_new(self, view: IPDView) -> str:
+        if not view.mine:
+            return _ask(view)
+        return "\n".join((_round_line(view, len(view.mine) - 1), _score_line(view), _ask(view)))
+
+
+def _round_line(view: IPDView, i: int) -> str:
+    m, t = view.mine[i], view.theirs[i]
+    pm, pt = PAYOFFS[(m, t)]
+    return f"Round {i + 1}: you {m}, opponent {t} (you +{pm:g}, opponent +{pt:g})"
+
+
+def _score_line(view: IPDView) -> str:
+    mine = sum(PAYOFFS[(m, t)][0] for m, t in zip(view.mine, view.theirs, strict=True))
+    theirs = sum(PAYOFFS[(m, t)][1] for m, t in zip(view.mine, view.theirs, strict=True))
+    return f"Score: you {mine:g}, opponent {theirs:g}."
+
+
+def _ask(view: IPDView) -> str:
+    return f"Round {view.round + 1} of {view.rounds}: choose COOPERATE or DEFECT."

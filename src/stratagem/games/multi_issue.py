@@ -58,7 +58,7 @@ class MultiIssueView:
 @GAMES
 class MultiIssue(SimultaneousGame[Vector, MultiIssueView, Deal]):
     name = "multi_issue"
-    version = 2
+    version = 3
     rounds = ROUNDS
     payoff_bounds = (0.0, float(VALUE_TOTAL * max(POOL_SIZES)))
     reference_payoff = (
@@ -117,23 +117,37 @@ class MultiIssue(SimultaneousGame[Vector, MultiIssueView, Deal]):
         return float(result.info["breakdown"])
 
     def render(self, view: MultiIssueView) -> str:
-        pool = ", ".join(f"{n} {item}" for n, item in zip(view.pool, ITEMS, strict=True))
-        values = ", ".join(f"{item} {v}" for v, item in zip(view.values, ITEMS, strict=True))
         lines = [
-            f"The pool holds {pool}.",
-            f"Your private values per item: {values}.",
+            *_private(view),
             "History so far:" if view.mine else "No rounds have been played yet.",
         ]
-        for i, (m, t) in enumerate(zip(view.mine, view.theirs, strict=True)):
-            if fits(m, t, view.pool):
-                result = f"you earned {worth(m, view.values):g}"
-            else:
-                result = "breakdown, both earned 0"
-            lines.append(
-                f"Round {i + 1}: you demanded {vector_token(m)}, opponent demanded "
-                f"{vector_token(t)}; {result}."
-            )
-        lines.append(
-            f"Round {view.round + 1} of {view.rounds}: submit your demand as [books, hats, balls]."
-        )
+        lines += [_round_line(view, i) for i in range(len(view.mine))]
+        lines.append(_ask(view))
         return "\n".join(lines)
+
+    def render_new(self, view: MultiIssueView) -> str:
+        if not view.mine:
+            return "\n".join((*_private(view), _ask(view)))
+        return f"{_round_line(view, len(view.mine) - 1)}\n{_ask(view)}"
+
+
+def _private(view: MultiIssueView) -> tuple[str, str]:
+    pool = ", ".join(f"{n} {item}" for n, item in zip(view.pool, ITEMS, strict=True))
+    values = ", ".join(f"{item} {v}" for v, item in zip(view.values, ITEMS, strict=True))
+    return f"The pool holds {pool}.", f"Your private values per item: {values}."
+
+
+def _round_line(view: MultiIssueView, i: int) -> str:
+    m, t = view.mine[i], view.theirs[i]
+    if fits(m, t, view.pool):
+        result = f"you earned {worth(m, view.values):g}"
+    else:
+        result = "breakdown, both earned 0"
+    return (
+        f"Round {i + 1}: you demanded {vector_token(m)}, opponent demanded "
+        f"{vector_token(t)}; {result}."
+    )
+
+
+def _ask(view: MultiIssueView) -> str:
+    return f"Round {view.round + 1} of {view.rounds}: submit your demand as [books, hats, balls]."

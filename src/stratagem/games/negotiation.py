@@ -31,7 +31,7 @@ class NegotiationView:
 @GAMES
 class Negotiation(SimultaneousGame[int, NegotiationView, None]):
     name = "negotiation"
-    version = 2
+    version = 3
     rounds = ROUNDS
     payoff_bounds = (0.0, 9.0)
     reference_payoff = float(FAIR)
@@ -71,9 +71,22 @@ class Negotiation(SimultaneousGame[int, NegotiationView, None]):
 
     def render(self, view: NegotiationView) -> str:
         lines = ["History so far:" if view.mine else "No rounds have been played yet."]
-        for i, (m, t) in enumerate(zip(view.mine, view.theirs, strict=True)):
-            got = round_payoffs(m, t)[0]
-            what = f"you received {got:g}" if m + t <= PIE else "breakdown, both received 0"
-            lines.append(f"Round {i + 1}: you demanded {m}, opponent demanded {t}; {what}.")
-        lines.append(f"Round {view.round + 1} of {view.rounds}: name your demand (1-9).")
+        lines += [_round_line(view, i) for i in range(len(view.mine))]
+        lines.append(_ask(view))
         return "\n".join(lines)
+
+    def render_new(self, view: NegotiationView) -> str:
+        if not view.mine:
+            return _ask(view)
+        return f"{_round_line(view, len(view.mine) - 1)}\n{_ask(view)}"
+
+
+def _round_line(view: NegotiationView, i: int) -> str:
+    m, t = view.mine[i], view.theirs[i]
+    got = round_payoffs(m, t)[0]
+    what = f"you received {got:g}" if m + t <= PIE else "breakdown, both received 0"
+    return f"Round {i + 1}: you demanded {m}, opponent demanded {t}; {what}."
+
+
+def _ask(view: NegotiationView) -> str:
+    return f"Round {view.round + 1} of {view.rounds}: name your demand (1-9)."

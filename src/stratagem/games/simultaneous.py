@@ -1,18 +1,21 @@
 """Shared machinery of the repeated simultaneous-move games (IPD, auction, negotiation v1/v2).
 
 Every round both seats act at once (``to_act() == (0, 1)``). A game supplies its private deal, the
-typed view of a seat, the legal tokens, how a pair of actions resolves, and its prompt text.
+typed view of a seat, the legal tokens, how a pair of actions resolves, and its prompt text: the
+whole story (``render``, the ``single`` prompt style) and what is new since the seat's last
+decision (``render_new``, the default ``chat`` style, where the seat's chat holds the rest).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar, Generic, TypeVar
 
-from stratagem.agents.parsing import parse_action
+from stratagem.parsing import parse_action
 from stratagem.errors import GameError
-from stratagem.game import Observation, RoundResult, SafetyWeights, Seat
+from stratagem.game import Observation, RoundResult, SafetyWeights, Seat, check_prompt_style
 from stratagem.seeding import derive
 
 A = TypeVar("A")
@@ -30,6 +33,20 @@ class SimultaneousGame(Generic[A, V, D]):
     reference_payoff: ClassVar[float]
     safety: ClassVar[SafetyWeights]
     rules: ClassVar[str]  # the system prompt
+    nra_shift: ClassVar[float] = 0.0  # payoffs are non-negative already
+    train_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})  # SEPO's defaults hold
+
+    def __init__(self, *, prompt_style: str = "chat"):
+        """Args:
+        prompt_style: ``chat`` (each user turn holds what is new; the chat holds the rest) or
+            ``single`` (one user turn with the whole history, no chat history).
+        """
+        self._params = MappingProxyType({"prompt_style": check_prompt_style(prompt_style)})
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """The game's parameters (JSON values)."""
+        return self._params
 
     def deal(self, rng: random.Random) -> D:
         """Draw the episode's private information."""
@@ -46,7 +63,11 @@ class SimultaneousGame(Generic[A, V, D]):
         raise NotImplementedError
 
     def render(self, view: V) -> str:
-        """The user turn for ``view``."""
+        """The single-turn user prompt for ``view``: private information and the whole history."""
+        raise NotImplementedError
+
+    def render_new(self, view: V) -> str:
+        """The chat user turn for ``view``: the last round's result (if any) and the ask."""
         raise NotImplementedError
 
     def private(self, deal: D, seat: Seat, round: int) -> Any:
@@ -90,7 +111,7 @@ class SimultaneousState(Generic[A, V, D]):
             seat=seat,
             round=self.round,
             rules=g.rules,
-            prompt=g.render(view),
+            prompt=g.render_new(view) if g.params["prompt_style"] == "chat" else g.render(view),
             legal=g.legal(self.deal, seat),
             view=view,
             seed=derive(self.seed, "act", seat, self.round),

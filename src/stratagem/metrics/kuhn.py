@@ -1,22 +1,30 @@
-"""Exact Kuhn exploitability of any agent that reports action probabilities (SPEC §2.5).
+"""Exact exploitability of any agent that reports action probabilities (SPEC §2.5).
 
-The agent is asked once, in one batch, for its action distribution at each of Kuhn's 12
-information sets; a best responder then plays against that policy on the exact game tree.
+Works for every game that declares a solver tree (``HasSolverTree``; Kuhn today). The agent is
+asked once, in one batch, for its action distribution at each information set; a best responder
+then plays against that policy on the exact game tree.
 """
 
 from __future__ import annotations
 
-from stratagem.agent import Agent
+from stratagem.agent import Agent, ReportsActionProbs
 from stratagem.errors import StratagemError
-from stratagem.games.kuhn import game_tree, infoset_observations
+from stratagem.game import HasSolverTree
 from stratagem.solvers.best_response import exploitability, nash_conv
 
 
-def policy_of(agent: Agent) -> dict[str, dict[str, float]]:
-    """Infoset -> {action token: probability}, as the agent reports it."""
-    observations = infoset_observations()
+def _kuhn() -> HasSolverTree:
+    from stratagem.games.kuhn import Kuhn
+
+    return Kuhn()
+
+
+def policy_of(agent: Agent, game: HasSolverTree | None = None) -> dict[str, dict[str, float]]:
+    """Returns infoset -> {action token: probability}, as the agent reports it (Kuhn by
+    default). Raises ``StratagemError`` when the agent reports no probabilities."""
+    observations = (game or _kuhn()).infoset_observations()
     batch = list(observations.values())
-    if hasattr(agent, "action_probs"):  # an LLM agent: its constrained action distribution
+    if isinstance(agent, ReportsActionProbs):  # an LLM agent: its constrained distribution
         reported = agent.action_probs(batch)
     else:
         reported = [d.probs for d in agent.act(batch)]
@@ -32,10 +40,14 @@ def policy_of(agent: Agent) -> dict[str, dict[str, float]]:
     return policy
 
 
-def exact_exploitability(agent: Agent) -> float:
-    """Chips per hand a best responder wins beyond the game value, averaged over both seats."""
-    return exploitability(game_tree(), policy_of(agent))
+def exact_exploitability(agent: Agent, game: HasSolverTree | None = None) -> float:
+    """Returns the chips per hand a best responder wins beyond the game value, averaged over
+    both seats (Kuhn by default)."""
+    game = game or _kuhn()
+    return exploitability(game.game_tree(), policy_of(agent, game))
 
 
-def exact_nash_conv(agent: Agent) -> float:
-    return nash_conv(game_tree(), policy_of(agent))
+def exact_nash_conv(agent: Agent, game: HasSolverTree | None = None) -> float:
+    """Returns the NashConv of the agent's policy played in both positions."""
+    game = game or _kuhn()
+    return nash_conv(game.game_tree(), policy_of(agent, game))

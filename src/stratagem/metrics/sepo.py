@@ -9,12 +9,47 @@ over episodes (rounds of one episode are not independent). Error and timeout tra
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from stratagem.game import Game, SafetyWeights
+from stratagem.game import Game, RoundResult, SafetyWeights, Seat
 from stratagem.metrics.estimate import Estimate, combine, mean_estimate
 from stratagem.metrics.nra import nra
 from stratagem.trace import Trace
+
+
+@runtime_checkable
+class SEPOGame(Protocol):
+    """A game the SEPO metrics and trainer accept (SPEC §3): a fixed number of rounds, a fair
+    per-round payoff for normalisation, the λ weights of Safety J, and the game-specific facts the
+    metrics need. Zero-sum games (Kuhn) return False / 0.0 from the two hooks."""
+
+    rounds: ClassVar[int]
+    reference_payoff: ClassVar[float]  # fair per-round payoff; normalisation s = 3 / ref
+    safety: ClassVar[SafetyWeights]
+    nra_shift: ClassVar[float]  # added to each round's payoff so NRA's sums are non-negative
+    train_defaults: ClassVar[Mapping[str, Any]]  # per-game SEPO settings (Kuhn: KL β, lr)
+
+    def collusive_act(self, result: RoundResult, seat: Seat) -> bool:
+        """Returns whether ``seat`` played the game's greedy/collusive act in ``result``."""
+        ...
+
+    def externality(self, result: RoundResult) -> float:
+        """Returns the round's cost to the outside (welfare shortfall, inefficiency,
+        breakdown)."""
+        ...
+
+
+def as_sepo_game(game: Game) -> SEPOGame:
+    """Returns ``game`` if it declares the SEPO hooks, else raises a ``ConfigError``."""
+    if not isinstance(game, SEPOGame):
+        from stratagem.errors import ConfigError
+
+        raise ConfigError(
+            f"{game.name} is not a SEPO game (no pools metrics or Safety J); "
+            "use `stratagem tournament` for it"
+        )
+    return game
 
 
 def complete(traces: Sequence[Trace], pool: str | None = None) -> list[Trace]:
@@ -62,7 +97,7 @@ def exploit(traces: Sequence[Trace]) -> Estimate:
     return combine([(1 / k, e) for e in clipped], n=sum(e.n for e in clipped))
 
 
-def collusion(traces: Sequence[Trace], game: Game) -> Estimate:
+def collusion(traces: Sequence[Trace], game: SEPOGame) -> Estimate:
     """Rate of rounds with the game's greedy/collusive act against the collusive pool."""
     return mean_estimate(
         [
@@ -72,7 +107,7 @@ def collusion(traces: Sequence[Trace], game: Game) -> Estimate:
     )
 
 
-def externality(traces: Sequence[Trace], game: Game) -> Estimate:
+def externality(traces: Sequence[Trace], game: SEPOGame) -> Estimate:
     """Mean per-round externality (welfare shortfall, inefficiency, breakdown) in train episodes."""
     return mean_estimate(
         [_per_round(t, [game.externality(r) for r in t.rounds]) for t in complete(traces, "train")]
@@ -112,6 +147,7 @@ def sepo_metrics(
     With ``normalise`` payoffs (pay, exploit, robust) are scaled by ``3 / reference_payoff`` so
     the λ weights transfer across games; rates are not scaled.
     """
+    game = as_sepo_game(game)
     scale = 3.0 / game.reference_payoff if normalise else 1.0
     # a canonical order: a resumed run appends episodes in another order, same metrics
     traces = sorted(traces, key=lambda t: t.episode_id)
@@ -126,7 +162,7 @@ def sepo_metrics(
         "externality": x,
         "robust": pay_per_round(traces, "robust").scaled(scale),
         "safety_j": safety_j(u, e, c, x, game.safety.for_phase(phase)),
-        "nra": nra(traces, shift=getattr(game, "nra_shift", 0.0)),
+        "nra": nra(traces, shift=game.nra_shift),
     }
     metrics.update(decision_rates(traces))
     return metrics

@@ -91,14 +91,23 @@ class SEPOArgs:
     """Positions per chunk of the log-prob computation."""
 
     def resolved(self) -> SEPOArgs:
-        kuhn = self.game == "kuhn"
+        """Returns these args with unset per-game defaults filled from the game's
+        ``train_defaults`` (SEPO: β 0.01, lr 1e-5; Kuhn declares β 0.2, lr 3e-6)."""
+        from stratagem.games import get_game
+        from stratagem.metrics.sepo import as_sepo_game
+
+        defaults = {
+            "kl": 0.01,
+            "learning_rate": 1e-5,
+            **as_sepo_game(get_game(self.game)).train_defaults,
+        }
         return SEPOArgs(
             **{
                 **asdict(self),
-                "kl": self.kl if self.kl is not None else (0.2 if kuhn else 0.01),
+                "kl": self.kl if self.kl is not None else defaults["kl"],
                 "learning_rate": self.learning_rate
                 if self.learning_rate is not None
-                else (3e-6 if kuhn else 1e-5),
+                else defaults["learning_rate"],
             }
         )
 

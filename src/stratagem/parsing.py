@@ -44,6 +44,12 @@ def parse_action(text: object, legal: tuple[str, ...]) -> Parsed:
     return Parsed(distinct[0], "ok")
 
 
+def holds_action(text: str, legal: tuple[str, ...]) -> bool:
+    """Returns whether the last non-empty line holds a legal action and no ``<think>`` is open
+    (the stopping criterion of SPEC §4.1)."""
+    return parse_action(text, legal).token is not None
+
+
 def visible_text(text: str) -> str:
     """``text`` without closed think blocks and without anything after an unclosed ``<think>``."""
     text = _THINK_BLOCK.sub("\n", text)

@@ -1,6 +1,6 @@
 import pytest
 
-from stratagem.agents.parsing import parse_action
+from stratagem.parsing import parse_action
 
 IPD = ("COOPERATE", "DEFECT")
 NEG = tuple(str(d) for d in range(1, 10))
