@@ -31,6 +31,10 @@ class Registry(Generic[T]):
         """Use the registry itself as a class decorator."""
         return self.register(item)
 
+    def unregister(self, name: str) -> T:
+        """Remove and return ``name`` (a test's temporary registration)."""
+        return self._items.pop(name)
+
     def get(self, name: str) -> T:
         try:
             return self._items[name]

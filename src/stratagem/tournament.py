@@ -8,9 +8,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from stratagem.agent import Agent
 from stratagem.game import Game
@@ -19,6 +17,9 @@ from stratagem.runs import TRACES, RunFolder
 from stratagem.seeding import derive
 from stratagem.strategies import get_strategy, strategies
 from stratagem.trace import Trace, iter_traces
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def digest(items: Sequence[Any]) -> str:
@@ -31,6 +32,8 @@ def payoff_matrix(
     game: Game, names: Sequence[str] | None = None, *, episodes: int = 20, seed: int = 0
 ) -> pd.DataFrame:
     """Mean per-round payoff of the row strategy (seat 0) against the column strategy (seat 1)."""
+    import pandas as pd
+
     names = list(names or strategies(game.name).names())
     agents = {n: get_strategy(game.name, n) for n in names}
 
@@ -126,6 +129,8 @@ def round_robin(
 
 def write_tournament_report(game: Game, folder: Path) -> TournamentResult:
     """Tables (CSV, Parquet, Markdown) and plots of a tournament folder, from its traces."""
+    import pandas as pd
+
     from stratagem.report.plots import heatmap, radar
     from stratagem.report.tables import write_frame
 
@@ -178,7 +183,7 @@ def write_tournament_report(game: Game, folder: Path) -> TournamentResult:
     return TournamentResult(folder, len(rows) // 2 if len(rows) else 0, 0, summary, files)
 
 
-def _canonical(rows: pd.DataFrame) -> pd.DataFrame:
+def _canonical(rows: pd.DataFrame) -> pd.DataFrame:  # noqa: F821 (pandas is loaded lazily)
     """Rows in episode-id order, so a resumed run (appended in another order) gives the same
     tables to the last bit."""
     keys = [k for k in ("episode_id", "role", "seat") if k in rows]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,6 +25,26 @@ def load_config(model: type[M], path: Path | None, **flags: Any) -> M:
         return model.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_one_line(exc, model)) from None
+
+
+def parse_params(items: list[str] | None) -> dict[str, Any] | None:
+    """``["lam=1", "prompt_style=single"]`` -> ``{"lam": 1, "prompt_style": "single"}``.
+
+    Values are read as JSON where they parse (numbers, true/false, null, lists), else kept as
+    strings. Returns None when no item is given, so a config file's ``params`` stay.
+    """
+    if not items:
+        return None
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--param takes KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
 
 
 def _read(path: Path) -> dict[str, Any]:

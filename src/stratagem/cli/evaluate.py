@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 from pydantic import BaseModel, ConfigDict, Field
@@ -12,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from stratagem.agents.spec import LLMOptions, is_llm, make_agent
-from stratagem.cli.config import load_config
+from stratagem.cli.config import load_config, parse_params
 from stratagem.cli.progress import progress_bar
 from stratagem.evaluation import Evaluation, count_episodes, evaluate
 from stratagem.games import get_game
@@ -22,9 +23,12 @@ console = Console()
 
 
 class EvalConfig(BaseModel):
+    """Every ``stratagem eval`` setting (flags override a config file's)."""
+
     model_config = ConfigDict(extra="forbid")
 
     game: str
+    params: dict[str, Any] = Field(default_factory=dict, description="game parameters")
     agent: str = "hf"
     episodes: int = Field(20, gt=0, description="episodes per opponent")
     seed: int = 0
@@ -49,6 +53,9 @@ class EvalConfig(BaseModel):
 
 def eval_command(
     game: str = typer.Option(None, "--game", "-g", help="Game id (see `stratagem games`)."),
+    param: list[str] = typer.Option(
+        None, "--param", "-p", help="Game parameter KEY=VALUE (JSON value); repeatable."
+    ),
     agent: str = typer.Option(
         None,
         "--agent",
@@ -75,6 +82,7 @@ def eval_command(
         EvalConfig,
         config,
         game=game,
+        params=parse_params(param),
         agent=agent,
         episodes=episodes,
         seed=seed,
@@ -89,7 +97,7 @@ def eval_command(
         attempt_timeout=attempt_timeout,
         max_batch=max_batch,
     )
-    the_game = get_game(cfg.game)
+    the_game = get_game(cfg.game, **cfg.params)
     options = cfg.llm_options()
     the_agent = make_agent(cfg.agent, the_game, options)
     extra: dict = {"agent_spec": cfg.agent}

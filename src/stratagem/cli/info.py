@@ -2,28 +2,35 @@
 
 from __future__ import annotations
 
+import json
+
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from stratagem.games import GAMES, get_game
-from stratagem.strategies import get_pools, sft_mixture, strategies
+from stratagem.metrics.sepo import SEPOGame
+from stratagem.strategies import STRATEGY_MODULES, get_pools, sft_mixture, strategies
 
 console = Console()
 
 
 def games() -> None:
-    """List the games."""
+    """List the games, their parameters (``--param KEY=VALUE``) and pool sizes."""
     table = Table(title="Games")
-    for col in ("game", "version", "rounds", "pools (train/exploit/collusive/robust)"):
+    for col in ("game", "version", "rounds", "params (defaults)", "pools (t/e/c/r)"):
         table.add_column(col)
     for name in GAMES:
         game = get_game(name)
-        pools = get_pools(name)
-        sizes = "/".join(
-            str(len(getattr(pools, p))) for p in ("train", "exploit", "collusive", "robust")
-        )
-        table.add_row(name, str(game.version), str(game.rounds), sizes)
+        sizes = "-"
+        if name in STRATEGY_MODULES:
+            pools = get_pools(name)
+            sizes = "/".join(
+                str(len(getattr(pools, p))) for p in ("train", "exploit", "collusive", "robust")
+            )
+        rounds = str(game.rounds) if isinstance(game, SEPOGame) else "varies"
+        params = ", ".join(f"{k}={json.dumps(v)}" for k, v in game.params.items())
+        table.add_row(name, str(game.version), rounds, params, sizes)
     console.print(table)
 
 

@@ -9,8 +9,6 @@ from rich.console import Console
 from rich.table import Table
 
 from stratagem.games import get_game
-from stratagem.report.plots import heatmap
-from stratagem.tournament import payoff_matrix
 
 console = Console()
 
@@ -22,6 +20,9 @@ def matrix_command(
     out: Path = typer.Option(None, "--out", "-o", help="Folder for CSV and PNG [runs/<game>]."),
 ) -> None:
     """Mean per-round payoff of every strategy (row) against every strategy (column)."""
+    from stratagem.report.plots import heatmap
+    from stratagem.tournament import payoff_matrix
+
     the_game = get_game(game)
     table = payoff_matrix(the_game, episodes=episodes, seed=seed)
     folder = out or Path("runs") / game
