@@ -45,7 +45,34 @@ _EXPORTS = {
     "Trace": "stratagem.trace",
     "read_traces": "stratagem.trace",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Agent",
+    "Decision",
+    "Episode",
+    "EpisodeSpec",
+    "Evaluation",
+    "Game",
+    "GameSpec",
+    "Invalid",
+    "Message",
+    "Observation",
+    "RoundResult",
+    "State",
+    "Strategy",
+    "Trace",
+    "chat_for",
+    "evaluate",
+    "exact_exploitability",
+    "get_game",
+    "get_pools",
+    "get_strategy",
+    "payoff_matrix",
+    "play",
+    "play_one",
+    "read_traces",
+    "round_robin",
+    "sepo_metrics",
+]
 
 
 def __getattr__(name: str) -> Any:

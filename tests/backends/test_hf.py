@@ -142,7 +142,10 @@ def test_sampled_text_depends_only_on_prompt_and_seed(backend):
     sampling = Sampling(temperature=1.0, max_new_tokens=12)
     obs = ipd_observations()
     chats, seeds = [chat_for(o) for o in obs], [o.seed for o in obs]
-    alone = [backend.generate([c], sampling, seeds=[s])[0].text for c, s in zip(chats, seeds)]
+    alone = [
+        backend.generate([c], sampling, seeds=[s])[0].text
+        for c, s in zip(chats, seeds, strict=True)
+    ]
     batched = [g.text for g in backend.generate(chats, sampling, seeds=seeds)]
     order = [5, 2, 7, 0, 3, 6, 1, 4]
     shuffled = backend.generate(
