@@ -44,8 +44,11 @@ def test_datasets_library_reads_it(data):
         data_files={"train": str(data / "kuhn/train.jsonl"), "test": str(data / "kuhn/test.jsonl")},
     )
     assert ds["train"].num_rows == 6400 and ds["test"].num_rows == 1600
-    roles = [m["role"] for m in ds["train"][0]["messages"]]
-    assert roles == ["system", "user", "assistant"]
+    for row in ds["train"].select(range(50)):
+        roles = [m["role"] for m in row["messages"]]
+        # the seat's whole chat up to this decision: system, then user/assistant turns
+        assert roles[0] == "system" and roles[-1] == "assistant" and len(roles) % 2 == 1
+        assert roles[1:] == ["user", "assistant"] * ((len(roles) - 1) // 2)
 
 
 def test_every_assistant_turn_ends_with_a_legal_action(data):
@@ -66,6 +69,29 @@ def _legal(game, row):
         return ("PASS", "BET", "CALL", "FOLD")
     state = game.new_episode(0)
     return state.observe(0).legal
+
+
+def test_demonstrations_never_face_the_robust_pool():
+    from stratagem.strategies import get_pools
+    from stratagem.training import sft_data
+
+    seen = []
+    original = sft_data.get_strategy
+
+    def spy(game, name):
+        import inspect
+
+        if inspect.stack()[1].function == "game_examples":  # opponents, not demonstrators
+            seen.append(name)
+        return original(game, name)
+
+    sft_data.get_strategy = spy
+    try:
+        list(sft_data.game_examples("ipd", 400))
+    finally:
+        sft_data.get_strategy = original
+    robust = set(get_pools("ipd").robust)
+    assert seen and not robust & set(seen)
 
 
 def test_same_seed_identical_files(tmp_path, data):

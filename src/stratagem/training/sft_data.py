@@ -1,10 +1,12 @@
 """SFT datasets from rule-based demonstrators (SPEC §5; seed 000 §3.5, App. A, H).
 
 Seeded simulators (default seed 42): each episode samples one demonstrator from the game's SFT
-mixture and an opponent uniformly from all of the game's pools; every decision of the
-demonstrator becomes one chat example — system = the game's rules, user = the state and history,
-assistant = a short templated reason and the action on the last line. Examples are written as
-JSONL ``messages`` rows (80/20 train/test) that ``datasets.load_dataset("json", ...)`` and TRL
+mixture and an opponent uniformly from the game's train, exploit and collusive pools (never the
+robust pool, which is for evaluation only); every decision of the demonstrator becomes one chat
+example — the seat's chat exactly as an LLM agent sees it at that decision (``chat_for``:
+system = rules, then the earlier user turns and the demonstrator's own earlier answers, then what
+is new) and the assistant answer: a short templated reason and the action on the last line.
+Examples are written as JSONL ``messages`` rows (80/20 train/test) that ``datasets.load_dataset("json", ...)`` and TRL
 read directly, with a dataset card of counts and lengths.
 """
 
@@ -18,8 +20,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from stratagem.episode import Episode
+from stratagem.game import chat_for
 from stratagem.games import get_game
-from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
 from stratagem.strategies import get_pools, get_strategy, sft_mixture
 from stratagem.training.reasons import reasons
@@ -33,8 +36,13 @@ DATASETS: dict[str, dict[str, int]] = {
 TEST_FRACTION = 0.2
 
 
+TRAINING_POOLS = ("train", "exploit", "collusive")
+
+
 @dataclass(frozen=True)
 class Example:
+    """One decision of a demonstrator: its chat up to the answer, and the answer."""
+
     game: str
     strategy: str
     action: str
@@ -61,32 +69,34 @@ class _Demonstrator:
 
 
 def game_examples(game_name: str, count: int, seed: int = 42) -> Iterator[Example]:
-    """``count`` examples of one game, deterministic in ``seed``."""
+    """Returns ``count`` examples of one game, deterministic in ``seed``."""
     game = get_game(game_name)
     mixture = sft_mixture(game_name)
-    opponents = [n for _, members in get_pools(game_name).items() for n in members]
+    pools = get_pools(game_name)
+    opponents = [n for pool, members in pools.items() if pool in TRAINING_POOLS for n in members]
     produced = 0
-    episode = 0
+    index = 0
     while produced < count:
-        rng = random.Random(derive(seed, "sft", game_name, episode))
+        rng = random.Random(derive(seed, "sft", game_name, index))
         name = rng.choices(list(mixture), weights=list(mixture.values()))[0]
-        opponent = get_strategy(game_name, rng.choice(opponents))
-        demonstrator = _Demonstrator(game_name, name, rng)
-        spec = EpisodeSpec(
-            str(episode), derive(seed, "sft-episode", game_name, episode), (demonstrator, opponent)
+        agents = (
+            _Demonstrator(game_name, name, rng),
+            get_strategy(game_name, rng.choice(opponents)),
         )
-        trace = next(play(game, [spec]))
-        for d in trace.decisions:
-            if d.seat != 0 or produced >= count:
-                continue
-            messages = [
-                {"role": "system", "content": game.rules if hasattr(game, "rules") else ""},
-                {"role": "user", "content": d.prompt},
-                {"role": "assistant", "content": d.text},
-            ]
-            yield Example(game_name, name, d.action, messages)
-            produced += 1
-        episode += 1
+        episode = Episode(
+            game, str(index), derive(seed, "sft-episode", game_name, index), (name, "opponent")
+        )
+        while not episode.done and produced < count:
+            for obs in episode.waiting():
+                decision = agents[obs.seat].act([obs])[0]
+                if obs.seat == 0:
+                    answer = {"role": "assistant", "content": decision.text}
+                    token = game.token(decision.action)
+                    yield Example(game_name, name, token, [*chat_for(obs), answer])
+                    produced += 1
+                episode.submit(obs.seat, decision)
+            episode.step()
+        index += 1
 
 
 def write_dataset(
