@@ -22,7 +22,7 @@ from stratagem.errors import GameError
 from stratagem.game import Observation, RoundResult, SafetyWeights, Seat
 from stratagem.games.registry import GAMES
 from stratagem.seeding import derive
-from stratagem.solvers.tree import Node
+from stratagem.solvers.tree import EagerNode, Node
 
 
 class Act(StrEnum):
@@ -260,20 +260,27 @@ def render(view: KuhnView) -> str:
 
 
 def game_tree() -> Node:
-    """One Kuhn hand as a solver tree; players are positions (0 = first to act)."""
-    deals = list(itertools.permutations(CARDS, 2))
-    children = tuple(_decision_node(cards, ()) for cards in deals)
-    return Node.chance(tuple(f"{a}{b}" for a, b in deals), children, (1 / len(deals),) * len(deals))
+    """Returns one Kuhn hand as a solver tree: chance deals position 0's card, then position 1's
+    (as OpenSpiel's ``kuhn_poker``); players are positions (0 = first to act)."""
+    return _deal(())
 
 
-def _decision_node(cards: tuple[str, str], history: History) -> Node:
+def _deal(cards: tuple[str, ...]) -> EagerNode:
+    if len(cards) == 2:
+        return _decision_node((cards[0], cards[1]), ())
+    left = tuple(c for c in CARDS if c not in cards)
+    children = tuple(_deal((*cards, c)) for c in left)
+    return EagerNode.chance(left, children, (1 / len(left),) * len(left))
+
+
+def _decision_node(cards: tuple[str, str], history: History) -> EagerNode:
     if history in TERMINAL:
         won = first_payoff(history, cards[0], cards[1])
-        return Node.terminal((won, -won))
+        return EagerNode.terminal((won, -won))
     player = len(history) % 2
     legal = LEGAL[history]
     children = tuple(_decision_node(cards, (*history, a)) for a in legal)
-    return Node.decision(player, infoset_key(cards[player], history), tuple(legal), children)
+    return EagerNode.decision(player, infoset_key(cards[player], history), tuple(legal), children)
 
 
 def infoset_observations() -> dict[str, Observation[KuhnView]]:

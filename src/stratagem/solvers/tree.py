@@ -1,79 +1,355 @@
-"""An immutable extensive-form game tree for solvers (two players, chance, imperfect information).
+"""The solver tree: a ``Node`` protocol for two-player extensive-form games (SPEC §9, DESIGN §2).
 
 A node is a chance node (``player == CHANCE``), a decision node of player 0 or 1 with an
-information-set key, or a terminal node with returns for both players. Policies are mappings
-``infoset -> {action: probability}``.
+information-set key, or a terminal node with returns for both players. Solvers only call the
+protocol's methods, so an eager table (``EagerNode``: Kuhn, Leduc) and a lazily expanded tree
+(an LLM dialogue, whose children are generated on first ``child`` call) are solved alike.
+
+Policies are mappings ``infoset -> {action: probability}``. ``flatten`` walks a tree once,
+breadth first, through the protocol and lays it out as numpy arrays per depth, for the vectorised
+CFR and best response (``solvers.cfr``, ``solvers.best_response``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
 
 CHANCE = -1
 TERMINAL = -2
 Policy = Mapping[str, Mapping[str, float]]
 
 
+@runtime_checkable
+class Node(Protocol):
+    """One history of a two-player game with chance and imperfect information (perfect recall).
+
+    ``player`` is 0 or 1 at a decision node, ``CHANCE`` at a chance node, ``TERMINAL`` at the end.
+    """
+
+    player: int
+
+    def actions(self) -> tuple[str, ...]:
+        """Returns the legal actions at a decision node, the outcomes at a chance node, or ()
+        when the node is terminal. Every node of one information set has the same actions."""
+        ...
+
+    def child(self, action: str) -> Node:
+        """Returns the node reached by playing ``action`` (or by chance drawing it); raises
+        ``KeyError`` when ``action`` is not in ``actions()``."""
+        ...
+
+    def chances(self) -> tuple[float, ...]:
+        """Returns the probability of each outcome, aligned with ``actions()``, at a chance node,
+        or () when the node is a decision or terminal node."""
+        ...
+
+    def infoset(self) -> str:
+        """Returns the information-set key of the player to act at a decision node, or "" when
+        the node is a chance or terminal node."""
+        ...
+
+    def returns(self) -> tuple[float, float]:
+        """Returns (player 0's, player 1's) payoff at a terminal node, or (0.0, 0.0) when the
+        node is not terminal."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
-class Node:
+class EagerNode:
+    """A ``Node`` held in memory with all its children: trees built from rule tables."""
+
     player: int  # 0, 1, CHANCE or TERMINAL
-    actions: tuple[str, ...] = ()
-    children: tuple[Node, ...] = ()
-    infoset: str | None = None
-    chance_probs: tuple[float, ...] = ()
-    returns: tuple[float, float] = (0.0, 0.0)
+    labels: tuple[str, ...] = ()  # legal actions, or chance outcomes
+    children: tuple[EagerNode, ...] = ()
+    key: str = ""  # information-set key of a decision node
+    probs: tuple[float, ...] = ()  # chance probabilities
+    payoffs: tuple[float, float] = (0.0, 0.0)
 
     @classmethod
-    def terminal(cls, returns: tuple[float, float]) -> Node:
-        return cls(TERMINAL, returns=returns)
+    def terminal(cls, payoffs: tuple[float, float]) -> EagerNode:
+        """A terminal node paying ``payoffs`` to players 0 and 1."""
+        return cls(TERMINAL, payoffs=payoffs)
 
     @classmethod
     def chance(
-        cls, outcomes: tuple[str, ...], children: tuple[Node, ...], probs: tuple[float, ...]
-    ) -> Node:
-        return cls(CHANCE, outcomes, children, chance_probs=probs)
+        cls, outcomes: tuple[str, ...], children: tuple[EagerNode, ...], probs: tuple[float, ...]
+    ) -> EagerNode:
+        """A chance node drawing ``outcomes[i]`` (leading to ``children[i]``) with ``probs[i]``."""
+        if not (len(outcomes) == len(children) == len(probs)) or abs(sum(probs) - 1) > 1e-12:
+            raise ValueError("chance node: outcomes, children and probabilities must align")
+        return cls(CHANCE, outcomes, children, probs=probs)
 
     @classmethod
     def decision(
-        cls, player: int, infoset: str, actions: tuple[str, ...], children: tuple[Node, ...]
-    ) -> Node:
-        return cls(player, actions, children, infoset=infoset)
+        cls, player: int, infoset: str, actions: tuple[str, ...], children: tuple[EagerNode, ...]
+    ) -> EagerNode:
+        """A decision node of ``player`` in information set ``infoset``."""
+        if len(actions) != len(children) or not actions:
+            raise ValueError("decision node: actions and children must align and be non-empty")
+        return cls(player, actions, children, key=infoset)
 
-    @property
-    def is_terminal(self) -> bool:
-        return self.player == TERMINAL
+    def actions(self) -> tuple[str, ...]:
+        return self.labels
+
+    def child(self, action: str) -> EagerNode:
+        try:
+            return self.children[self.labels.index(action)]
+        except ValueError:
+            raise KeyError(action) from None
+
+    def chances(self) -> tuple[float, ...]:
+        return self.probs
+
+    def infoset(self) -> str:
+        return self.key
+
+    def returns(self) -> tuple[float, float]:
+        return self.payoffs
 
 
 def walk(node: Node) -> Iterator[Node]:
-    """Every node of the tree, depth first."""
+    """Every node of the tree, depth first (a lazy tree is expanded in full)."""
     yield node
-    for child in node.children:
-        yield from walk(child)
+    for action in node.actions():
+        yield from walk(node.child(action))
 
 
 def infosets(root: Node) -> dict[str, tuple[int, tuple[str, ...]]]:
-    """Infoset -> (player, legal actions) for every decision node."""
-    return {n.infoset: (n.player, n.actions) for n in walk(root) if n.infoset is not None}
+    """Infoset -> (player, legal actions), for every decision node of the tree."""
+    return {n.infoset(): (n.player, n.actions()) for n in walk(root) if n.player in (0, 1)}
 
 
 def uniform_policy(root: Node) -> dict[str, dict[str, float]]:
+    """The policy that plays every legal action with equal probability."""
     return {key: {a: 1 / len(acts) for a in acts} for key, (_, acts) in infosets(root).items()}
 
 
-def expected_returns(node: Node, policy: Policy) -> tuple[float, float]:
-    """The expected returns of both players when both follow ``policy``."""
-    if node.is_terminal:
-        return node.returns
+def weights(node: Node, policy: Policy) -> tuple[float, ...]:
+    """The probability of each of ``node``'s actions: chance's, or ``policy``'s at a decision."""
     if node.player == CHANCE:
-        weights = node.chance_probs
-    else:
-        dist = policy[node.infoset]
-        weights = tuple(dist.get(a, 0.0) for a in node.actions)
+        return node.chances()
+    dist = policy[node.infoset()]
+    return tuple(dist.get(a, 0.0) for a in node.actions())
+
+
+def expected_returns(node: Node, policy: Policy) -> tuple[float, float]:
+    """Returns both players' expected payoffs below ``node`` when both follow ``policy``."""
+    if node.player == TERMINAL:
+        return node.returns()
     v0 = v1 = 0.0
-    for w, child in zip(weights, node.children, strict=True):
+    for w, action in zip(weights(node, policy), node.actions(), strict=True):
         if w:
-            c0, c1 = expected_returns(child, policy)
+            c0, c1 = expected_returns(node.child(action), policy)
             v0 += w * c0
             v1 += w * c1
     return v0, v1
+
+
+@dataclass(frozen=True)
+class FlatTree:
+    """A tree laid out breadth first as arrays, for vectorised solvers (built by ``flatten``).
+
+    Nodes are numbered depth by depth, and node ``N`` (one past the last) is a sentinel whose
+    value is always 0. ``children[d]`` lists, for each internal node of depth d, its children in
+    action order, padded with the sentinel: summing its rows one after the other adds each node's
+    children left to right, exactly as a recursion does. A *slot* is one (information set,
+    action) pair; an infoset's slots are consecutive. Every edge (a node with its parent) reads its
+    probability from ``table[edge[n]]``, where ``table`` is the policy over slots followed by the
+    tree's chance probabilities (and a 1 for the root).
+    """
+
+    depth_start: np.ndarray  # (D + 1,) first node of each depth, then N
+    player: np.ndarray  # (N,) 0, 1, CHANCE or TERMINAL
+    parent: np.ndarray  # (N,) parent node, -1 at the root
+    edge: np.ndarray  # (N,) index into the policy-then-chance table
+    owner: np.ndarray  # (N,) player of the parent (0, 1 or CHANCE), TERMINAL at the root
+    payoffs: np.ndarray  # (N, 2) returns at terminal nodes, 0 elsewhere
+    internal: tuple[np.ndarray, ...]  # per depth: its internal nodes
+    children: tuple[np.ndarray, ...]  # per depth: (K_d, len(internal[d])) children, padded with N
+    visit: np.ndarray  # (N,) rank of each decision node among its infoset's nodes, depth first
+    chance_probs: np.ndarray  # (C,) one entry per chance edge
+    keys: tuple[str, ...]  # (I,) information-set keys
+    infoset_player: np.ndarray  # (I,) 0 or 1
+    infoset_actions: tuple[tuple[str, ...], ...]  # (I,)
+    slot_start: np.ndarray  # (I + 1,) first slot of each infoset, then S
+    slot_infoset: np.ndarray  # (S,) infoset of each slot
+    infoset_node: np.ndarray  # (I,) one node of each infoset (its first, depth first)
+    infoset_depth_aligned: bool  # every infoset's nodes lie at one depth
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.player)
+
+    @property
+    def n_slots(self) -> int:
+        return int(self.slot_start[-1])
+
+    @property
+    def n_infosets(self) -> int:
+        return len(self.keys)
+
+    def edge_probs(self, policy: np.ndarray) -> np.ndarray:
+        """Returns (N,) the probability of the edge into each node under the slot ``policy``
+        (1 at the root)."""
+        table = np.concatenate([policy, self.chance_probs, [1.0]])
+        return table[self.edge]
+
+    def policy_array(self, policy: Policy) -> np.ndarray:
+        """Returns (S,) the slot probabilities of ``policy`` (``infoset -> {action: prob}``)."""
+        out = np.zeros(self.n_slots)
+        for i, (key, acts) in enumerate(zip(self.keys, self.infoset_actions, strict=True)):
+            dist = policy[key]
+            start = self.slot_start[i]
+            out[start : start + len(acts)] = [dist.get(a, 0.0) for a in acts]
+        return out
+
+    def policy_dict(self, policy: np.ndarray) -> dict[str, dict[str, float]]:
+        """Returns the slot array ``policy`` as ``infoset -> {action: prob}``."""
+        out = {}
+        for i, (key, acts) in enumerate(zip(self.keys, self.infoset_actions, strict=True)):
+            start = self.slot_start[i]
+            out[key] = {
+                a: float(p) for a, p in zip(acts, policy[start : start + len(acts)], strict=True)
+            }
+        return out
+
+    def uniform(self) -> np.ndarray:
+        """Returns (S,) the uniform policy."""
+        counts = np.diff(self.slot_start)
+        return 1.0 / counts[self.slot_infoset]
+
+
+def flatten(root: Node) -> FlatTree:
+    """Returns ``root`` walked once, breadth first, through the ``Node`` protocol as a
+    ``FlatTree``; raises ``ValueError`` when two nodes of one information set disagree on
+    player or actions."""
+    player: list[int] = []
+    parent: list[int] = []
+    edge_ref: list[tuple[int, int]] = []  # (infoset, action index) or (-1, chance edge id)
+    payoffs: list[tuple[float, float]] = []
+    kids: list[list[int]] = []
+    node_infoset: list[int] = []
+    chance_probs: list[float] = []
+    index: dict[str, int] = {}
+    keys: list[str] = []
+    inf_player: list[int] = []
+    inf_actions: list[tuple[str, ...]] = []
+    inf_depths: list[set[int]] = []
+    depth_start = [0]
+
+    frontier: list[tuple[Node, int, tuple[int, int]]] = [(root, -1, (-2, 0))]
+    depth = 0
+    while frontier:
+        nxt: list[tuple[Node, int, tuple[int, int]]] = []
+        for node, up, ref in frontier:
+            n = len(player)
+            player.append(node.player)
+            parent.append(up)
+            edge_ref.append(ref)
+            kids.append([])
+            node_infoset.append(-1)
+            if up >= 0:
+                kids[up].append(n)
+            payoffs.append(node.returns() if node.player == TERMINAL else (0.0, 0.0))
+            if node.player == TERMINAL:
+                continue
+            actions = node.actions()
+            if node.player == CHANCE:
+                refs = [(-1, len(chance_probs) + k) for k in range(len(actions))]
+                chance_probs.extend(node.chances())
+            else:
+                key = node.infoset()
+                i = index.get(key)
+                if i is None:
+                    i = index[key] = len(keys)
+                    keys.append(key)
+                    inf_player.append(node.player)
+                    inf_actions.append(actions)
+                    inf_depths.append(set())
+                elif inf_player[i] != node.player or inf_actions[i] != actions:
+                    raise ValueError(f"information set {key!r}: nodes disagree on player/actions")
+                inf_depths[i].add(depth)
+                node_infoset[n] = i
+                refs = [(i, k) for k in range(len(actions))]
+            nxt.extend((node.child(a), n, r) for a, r in zip(actions, refs, strict=True))
+        depth_start.append(len(player))
+        frontier = nxt
+        depth += 1
+
+    internal, children = _padded_children(kids, depth_start)
+    visit, infoset_node = _visits(kids, node_infoset, len(keys))
+    slot_start = np.zeros(len(keys) + 1, dtype=np.int64)
+    slot_start[1:] = np.cumsum([len(a) for a in inf_actions])
+    n_slots = int(slot_start[-1])
+    n_chance = len(chance_probs)
+    edge = np.array(
+        [
+            slot_start[i] + k if i >= 0 else n_slots + (k if i == -1 else n_chance)
+            for i, k in edge_ref
+        ],
+        dtype=np.int64,
+    )
+    players = np.asarray(player, dtype=np.int64)
+    parents = np.asarray(parent, dtype=np.int64)
+    return FlatTree(
+        depth_start=np.asarray(depth_start, dtype=np.int64),
+        player=players,
+        parent=parents,
+        edge=edge,
+        owner=np.where(parents >= 0, players[np.maximum(parents, 0)], TERMINAL),
+        payoffs=np.asarray(payoffs, dtype=np.float64).reshape(-1, 2),
+        internal=internal,
+        children=children,
+        visit=visit,
+        chance_probs=np.asarray(chance_probs, dtype=np.float64),
+        keys=tuple(keys),
+        infoset_player=np.asarray(inf_player, dtype=np.int64),
+        infoset_actions=tuple(inf_actions),
+        slot_start=slot_start,
+        slot_infoset=np.repeat(np.arange(len(keys)), np.diff(slot_start)),
+        infoset_node=infoset_node,
+        infoset_depth_aligned=all(len(d) == 1 for d in inf_depths),
+    )
+
+
+def _padded_children(
+    kids: list[list[int]], depth_start: list[int]
+) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """Per depth: its internal nodes, and their children down columns padded with N."""
+    n_nodes = len(kids)
+    internal, children = [], []
+    for lo, hi in zip(depth_start[:-1], depth_start[1:], strict=True):
+        inner = [n for n in range(lo, hi) if kids[n]]
+        width = max((len(kids[n]) for n in inner), default=0)
+        padded = np.full((width, len(inner)), n_nodes, dtype=np.int64)
+        for j, n in enumerate(inner):
+            padded[: len(kids[n]), j] = kids[n]
+        internal.append(np.asarray(inner, dtype=np.int64))
+        children.append(padded)
+    return tuple(internal), tuple(children)
+
+
+def _visits(
+    kids: list[list[int]], node_infoset: list[int], n_infosets: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each decision node's rank among its infoset's nodes in depth-first order (the order of a
+    recursion's visits, which sums over an infoset's histories follow), and each infoset's
+    first node."""
+    visit = np.zeros(len(kids), dtype=np.int64)
+    seen = [0] * n_infosets
+    first = np.full(n_infosets, -1, dtype=np.int64)
+    stack = [0]
+    while stack:
+        n = stack.pop()
+        i = node_infoset[n]
+        if i >= 0:
+            visit[n] = seen[i]
+            if seen[i] == 0:
+                first[i] = n
+            seen[i] += 1
+        stack.extend(reversed(kids[n]))
+    return visit, first
