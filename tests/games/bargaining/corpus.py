@@ -106,13 +106,37 @@ add(
     (ERR, "at most 3"),
 )
 add("hundred-calls", answer("\n".join(["search_price()"] * 99) + W), (ERR, "at most 3"))
-add("two-terminal", answer("wait_for_response()\nquit_negotiation()"), (ERR, "exactly one"))
+add(
+    "two-terminal", answer("wait_for_response()\nquit_negotiation()"), (ERR, "at most one terminal")
+)
 add(
     "terminal-not-last",
     answer("wait_for_response()\nsend_message(content='x')"),
     (ERR, "must be the last"),
 )
-add("no-terminal", answer("make_offer(price=100)"), (ERR, "exactly one"))
+# a turn without a terminal call is valid: the engine ends it with wait_for_response()
+add("no-terminal", answer("make_offer(price=100)"), (OK, ["make_offer(price=100.0)"]))
+add(
+    "reject-and-counter",
+    answer("respond_to_offer(response=False)\nmake_offer(price=90)"),
+    (OK, ["respond_to_offer(response=False)", "make_offer(price=90.0)"]),
+)
+add(
+    "respond-not-terminal",
+    answer("respond_to_offer(response=True)\nwait_for_response()"),
+    (OK, ["respond_to_offer(response=True)", "wait_for_response()"]),
+)
+add(
+    "wait-time-not-terminal",
+    answer("wait_for_time_period(duration=2)\nmake_offer(price=5)"),
+    (OK, ["wait_for_time_period(duration=2.0)", "make_offer(price=5.0)"]),
+)
+add("three-no-terminal", answer("search_price()\nsearch_price()\nsearch_price()"), (OK, None))
+add(
+    "quit-not-last",
+    answer("quit_negotiation()\nsend_message(content='x')"),
+    (ERR, "must be the last"),
+)
 add(
     "semicolons",
     answer("make_offer(price=100); wait_for_response()"),
@@ -136,6 +160,11 @@ BAD_NUMBERS = [
     ("ellipsis", "...", "number"),
     ("double-neg", "--100", "literal"),
     ("huge-int", "9" * 5000, "longer than"),
+    # 309-1,990 digits: past float range, under the code cap (math.isfinite raised OverflowError)
+    ("int-309-digits", "1" + "0" * 308, "at most"),
+    ("int-1950-digits", "9" * 1950, "at most"),
+    ("neg-int-400-digits", "-" + "7" * 400, "positive"),
+    ("float-400-digits", "9" * 400 + ".5", "finite"),
     ("bytes", "b'100'", "number"),
     ("dict", "{'a': 1}", "literal"),
     ("set", "{100}", "literal"),

@@ -98,6 +98,103 @@ def test_any_text_gives_calls_or_parse_error_quickly(text):
     assert time.perf_counter() - start < 0.05
 
 
+# Python-ish answers whose numbers have every size (issue 17 item 1): small, float-range,
+# 309-2,000 digits (past float range, under the code cap), signs, exponents, other literals
+_SIZES = st.one_of(st.integers(0, 2000), st.sampled_from([307, 308, 309, 310, 400, 1000, 1900]))
+_DIGITS = st.builds(lambda d, n: d + "0" * n, st.sampled_from("123456789"), _SIZES)
+_NUMBER = st.builds(
+    lambda sign, body, tail: f"{sign}{body}{tail}",
+    st.sampled_from(["", "", "-", "+", "--", "+-"]),
+    st.one_of(
+        _DIGITS,
+        st.integers(0, 10**9).map(str),
+        st.floats(allow_nan=True, allow_infinity=True).map(repr),
+        st.sampled_from(["0x64", "1_000", "True", "None", "nan", "inf", "10j", "'7'", "..."]),
+    ),
+    st.sampled_from(["", "", "", ".5", ".", "e10", "e-400", "e400", "j", "_0"]),
+)
+_CALL = st.one_of(
+    st.builds(
+        lambda form, value: form.format(value),
+        st.sampled_from(
+            ["make_offer(price={})", "make_offer({})", "wait_for_time_period(duration={})"]
+        ),
+        _NUMBER,
+    ),
+    st.builds(
+        lambda tool, param, value: f"{tool}({param}{value})",
+        st.sampled_from(["make_offer", "wait_for_time_period", "respond_to_offer", "send_message"]),
+        st.sampled_from(["price=", "duration=", "response=", "content=", "", "side_offer="]),
+        _NUMBER,
+    ),
+)
+_PYTHONISH = st.builds(
+    lambda calls, end: "Thought: t\nCode:\n```py\n" + "\n".join(calls) + end + "\n```",
+    st.lists(_CALL, min_size=1, max_size=3),
+    st.sampled_from(["", "\nwait_for_response()", "\nquit_negotiation()"]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_PYTHONISH)
+def test_numbers_of_every_size_give_calls_or_parse_error(text):
+    start = time.perf_counter()
+    try:
+        turn = parse_turn(text)
+    except ParseError:
+        return
+    finally:
+        assert time.perf_counter() - start < 0.05
+    for call in turn.calls:  # whatever parsed is a bounded, finite float
+        for key in ("price", "duration"):
+            value = call.arg(key)
+            assert value is None or (isinstance(value, float) and 0 < value <= 1e7)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["make_offer", "wait_for_time_period", "respond_to_offer", "x"]),
+    st.sampled_from(["price", "duration", "response", "content"]),
+    st.one_of(_NUMBER, _DIGITS, st.integers(1, 1200).map(lambda n: "[" * n)),
+)
+def test_json_arguments_of_every_size_give_calls_or_parse_error(name, key, value):
+    calls = [{"name": name, "arguments": f'{{"{key}": {value}}}'}]
+    try:
+        parse_json_calls(calls)
+    except ParseError:
+        pass
+    try:  # arguments already decoded by an endpoint client: a Python int of any size
+        parse_json_calls([{"name": name, "arguments": {key: int("9" * 1990)}}])
+    except ParseError:
+        pass
+
+
+@pytest.mark.parametrize("digits", [309, 400, 1000, 1975])
+def test_huge_integer_prices_and_durations_are_parse_errors(digits):
+    big = "9" * digits
+    for code in (f"make_offer({big})", f"wait_for_time_period({big})"):
+        assert len(code) <= 2000  # under the code cap: the value check must refuse it
+        with pytest.raises(ParseError, match="at most"):
+            parse_turn(f"Code:\n```py\n{code}\n```")
+    for key, tool in (("price", "make_offer"), ("duration", "wait_for_time_period")):
+        with pytest.raises(ParseError, match="at most"):
+            parse_json_calls([{"name": tool, "arguments": f'{{"{key}": {big}}}'}])
+        with pytest.raises(ParseError, match="at most"):
+            parse_json_calls([{"name": tool, "arguments": {key: int(big)}}])
+
+
+def test_deeply_nested_json_arguments_are_a_parse_error():
+    with pytest.raises(ParseError, match="not valid JSON"):
+        parse_json_calls([{"name": "make_offer", "arguments": "[" * 1500}])
+
+
+def test_a_turn_may_end_without_a_terminal_call():
+    turn = parse_turn("Code:\n```py\nrespond_to_offer(response=False)\nmake_offer(price=9)\n```")
+    assert [c.name for c in turn.calls] == ["respond_to_offer", "make_offer"]
+    assert not turn.ends_itself
+    assert parse_turn("Code:\n```py\nquit_negotiation()\n```").ends_itself
+
+
 def _json_form(turn):
     return [{"name": c.name, "arguments": json.dumps(dict(c.args))} for c in turn.calls]
 

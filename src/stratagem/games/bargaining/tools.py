@@ -4,8 +4,11 @@ A model answers with ``Thought:`` then ``Code:`` and exactly one fenced ``py``/`
 tool calls. The block goes through ``ast.parse`` and a whitelist walk, nothing else: every
 statement must be a call of one of the seven tools by its plain ASCII name, with literal
 arguments only. Values are checked (finite positive prices under a cap, bools only for
-responses, bounded strings), a turn has at most three calls and exactly one terminal call, last.
-Anything else raises ``ParseError`` with a one-line reason that is sent back to the model.
+responses, bounded strings); a turn has at most three calls and at most one terminal call
+(``quit_negotiation`` or ``wait_for_response``, seed 004 Table 1), which comes last. A turn without
+a terminal call is valid: the engine ends it with an implicit ``wait_for_response()``. Anything
+else raises ``ParseError`` with a one-line reason that is sent back to the model; no other
+exception escapes, whatever the text (a Hypothesis property in the tests).
 
 Policy decisions (each pinned by the hostile corpus in the tests):
 - hex (``0x64``) and underscores (``1_000``) are valid Python numerals: accepted;
@@ -47,9 +50,7 @@ SIGNATURES: dict[str, tuple[tuple[str, str, bool], ...]] = {
     "wait_for_response": (),
     "wait_for_time_period": (("duration", "duration", True),),
 }
-TERMINAL = frozenset(
-    {"respond_to_offer", "quit_negotiation", "wait_for_response", "wait_for_time_period"}
-)
+TERMINAL = frozenset({"quit_negotiation", "wait_for_response"})  # seed 004 Table 1
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.S)
@@ -62,25 +63,36 @@ class ParseError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Call:
+    """One validated tool call: its name and its arguments in signature order."""
+
     name: str
     args: tuple[tuple[str, Any], ...] = ()
 
     def arg(self, key: str, default: Any = None) -> Any:
+        """Returns the value of argument ``key``, or ``default`` when it was not given."""
         return dict(self.args).get(key, default)
 
     def render(self) -> str:
+        """Returns the call as Python source (``make_offer(price=120.0)``)."""
         inner = ", ".join(f"{k}={v!r}" for k, v in self.args)
         return f"{self.name}({inner})"
 
 
 @dataclass(frozen=True, slots=True)
 class Turn:
+    """One seat's answer: its calls as written (at most three) and its private Thought text."""
+
     calls: tuple[Call, ...]
     thought: str = ""
 
+    @property
+    def ends_itself(self) -> bool:
+        """Whether the turn ends with a terminal call (else the engine adds a wait)."""
+        return bool(self.calls) and self.calls[-1].name in TERMINAL
+
 
 def parse_turn(text: object) -> Turn:
-    """The calls in a model's answer, or ``ParseError``; nothing is ever executed."""
+    """Returns the calls in a model's answer, or raises ``ParseError``; nothing is executed."""
     if not isinstance(text, str):
         raise ParseError("the answer is not text")
     if len(text) > MAX_OUTPUT_CHARS:
@@ -103,7 +115,7 @@ def parse_turn(text: object) -> Turn:
 
 
 def parse_code(code: str) -> tuple[Call, ...]:
-    """Whitelist-parse a block of tool calls."""
+    """Returns the calls of one code block (whitelist walk of its ``ast``), or ``ParseError``."""
     if len(code) > MAX_CODE_CHARS:
         raise ParseError(f"the code block is longer than {MAX_CODE_CHARS} characters")
     if "\x00" in code:
@@ -118,19 +130,18 @@ def parse_code(code: str) -> tuple[Call, ...]:
 
 
 def check_turn(calls: tuple[Call, ...]) -> tuple[Call, ...]:
+    """Returns ``calls`` if they can form a turn (1-3 calls, at most one terminal call, last)."""
     if not calls:
-        raise ParseError(
-            "no tool call: end your turn with wait_for_response() or another terminal tool"
-        )
+        raise ParseError("no tool call: write one to three tool calls in the code block")
     if len(calls) > MAX_CALLS:
         raise ParseError(f"{len(calls)} tool calls: at most {MAX_CALLS} per turn")
     terminal = [c for c in calls if c.name in TERMINAL]
-    if len(terminal) != 1:
+    if len(terminal) > 1:
         raise ParseError(
-            f"a turn needs exactly one terminal tool ({', '.join(sorted(TERMINAL))}),"
+            f"a turn ends with at most one terminal tool ({', '.join(sorted(TERMINAL))}),"
             f" found {len(terminal)}"
         )
-    if calls[-1].name not in TERMINAL:
+    if terminal and calls[-1].name not in TERMINAL:
         raise ParseError(f"the terminal tool {terminal[0].name} must be the last call")
     return calls
 
@@ -178,7 +189,7 @@ def _literal(node: ast.expr, tool: str, param: str) -> Any:
 
 
 def validate_call(name: str, values: dict[str, Any]) -> Call:
-    """Check a call's arguments against its signature (shared by code and JSON tool calls)."""
+    """Returns the call with checked arguments, or ``ParseError`` (code and JSON calls alike)."""
     if name not in SIGNATURES:
         raise ParseError(
             f"unknown tool {_one_line(str(name))[:40]!r}; tools: {', '.join(SIGNATURES)}"
@@ -202,7 +213,8 @@ def _check(kind: str, value: Any, tool: str, param: str) -> Any:
     if kind in ("price", "duration"):
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ParseError(f"{where} must be a number, not {type(value).__name__}")
-        if not math.isfinite(value):
+        # ints compare exactly: math.isfinite or float() of a 309+ digit int raises OverflowError
+        if isinstance(value, float) and not math.isfinite(value):
             raise ParseError(f"{where} must be finite")
         if value <= 0:
             raise ParseError(f"{where} must be positive")
@@ -225,12 +237,13 @@ def _check(kind: str, value: Any, tool: str, param: str) -> Any:
 
 
 def clean_text(text: str) -> str:
-    """Replace lone surrogates and drop bidi controls, so nobody sees reordered text."""
+    """Returns ``text`` with lone surrogates replaced and bidi controls dropped."""
     return _BIDI.sub("", _SURROGATE.sub("\ufffd", text))
 
 
 def parse_json_calls(tool_calls: Any) -> tuple[Call, ...]:
-    """Native tool calls (``[{"name": ..., "arguments": "<json>"}]``) with the same checks."""
+    """Returns native tool calls (``[{"name": ..., "arguments": "<json>"}]``) checked exactly as
+    code is, or raises ``ParseError``."""
     if not isinstance(tool_calls, list):
         raise ParseError("tool calls must be a list")
     if len(tool_calls) > MAX_CALLS:
@@ -239,16 +252,17 @@ def parse_json_calls(tool_calls: Any) -> tuple[Call, ...]:
     for item in tool_calls:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             raise ParseError("each tool call needs a name")
+        label = _one_line(item["name"])[:40]
         raw = item.get("arguments", "{}")
         if isinstance(raw, str):
             if len(raw) > MAX_CODE_CHARS:
                 raise ParseError(f"tool arguments are longer than {MAX_CODE_CHARS} characters")
             try:
                 raw = json.loads(raw)
-            except ValueError:
-                raise ParseError(f"{item['name'][:40]}: arguments are not valid JSON") from None
+            except (ValueError, RecursionError):  # RecursionError: ~1,000 nested brackets
+                raise ParseError(f"{label}: arguments are not valid JSON") from None
         if not isinstance(raw, dict):
-            raise ParseError(f"{item['name'][:40]}: arguments must be a JSON object")
+            raise ParseError(f"{label}: arguments must be a JSON object")
         calls.append(validate_call(item["name"], raw))
     return check_turn(tuple(calls))
 
@@ -263,7 +277,7 @@ _JSON_TYPES = {
 
 
 def tool_schemas() -> list[dict[str, Any]]:
-    """The seven tools as OpenAI function-calling schemas (for endpoints with native tools)."""
+    """Returns the seven tools as OpenAI function-calling schemas (endpoints with native tools)."""
     return [
         {
             "type": "function",
