@@ -1,12 +1,15 @@
 """Rule-based bargainers (SPEC §8): time-dependent concession tactics from the automated-
 negotiation literature, a tit-for-tat concession mirror, and a naive accepter that violates IR.
 
-Each plays either role. Time-dependent tactics offer ``anchor + (reservation − anchor)·(t/T)^(1/e)``
-in round t of T: Boulware (e < 1) holds near its anchor until late, Conceder (e > 1) gives ground
-early, Linear (e = 1) in between. Anchors: the seller asks max(1.5·cost, catalog high), the buyer
-bids min(0.5·value, catalog low) — rule-based bargainers read the catalog's price range directly.
-Each accepts the open offer when it is at least as good as what it would offer next, so none of
-them (but the naive accepter) ever takes a deal below its reservation value.
+Each plays either role. Time-dependent tactics (Faratin et al.) offer
+``anchor + (reservation − anchor)·(t/T)^(1/e)`` where t = round − 1 counts the rounds before this
+one and T = max_rounds − 1, so the offer reaches the reservation value in the last round: Boulware
+(e < 1) holds near its anchor until late, Conceder (e > 1) gives ground early, Linear (e = 1) in
+between. Anchors: the seller asks max(1.5·cost, historical high), the buyer bids min(0.5·value,
+historical low) — both parties see the item's historical price range. Each accepts the open offer
+when it is at least as good as what it would offer now, and otherwise rejects it and counters in
+the same turn, so none of them (but the naive accepter) ever takes a deal below its reservation
+value, and their offers are monotonic.
 """
 
 from __future__ import annotations
@@ -15,21 +18,27 @@ import random
 from dataclasses import dataclass
 
 from stratagem.agent import Strategy
-from stratagem.games.bargaining import Call, Turn
-from stratagem.games.bargaining.engine import BargainingView
+from stratagem.games.bargaining import BargainingView, Call, Turn
 from stratagem.pools import Pools
 from stratagem.registry import Registry
 
 STRATEGIES: Registry[type[Strategy]] = Registry("bargaining strategy")
 WAIT = Call("wait_for_response")
 ACCEPT = Turn((Call("respond_to_offer", (("response", True),)),))
+REJECT = Call("respond_to_offer", (("response", False),))
 
 
-def offer(price: float) -> Turn:
-    return Turn((Call("make_offer", (("price", round(price, 2)),)), WAIT))
+def offer(price: float, view: BargainingView | None = None) -> Turn:
+    """Returns a turn offering ``price``, rejecting the counterpart's open offer first (reject
+    and counter) when ``view`` shows one."""
+    make = Call("make_offer", (("price", round(price, 2)),))
+    if view is not None and view.their_standing is not None and not view.listing:
+        return Turn((REJECT, make, WAIT))
+    return Turn((make, WAIT))
 
 
 def anchor(view: BargainingView) -> float:
+    """Returns the opening price: the seller's ask or the buyer's first bid."""
     if view.role == "seller":
         return max(1.5 * view.reservation, view.high)
     return min(0.5 * view.reservation, view.low)
@@ -44,23 +53,31 @@ def good_enough(view: BargainingView, target: float) -> bool:
 
 
 class Bargainer(Strategy):
+    """Offers ``target(view)``; accepts an open offer at least as good as that."""
+
     def target(self, view: BargainingView) -> float:
+        """Returns the price this bargainer would offer now."""
         raise NotImplementedError
 
     def choose(self, view: BargainingView, rng: random.Random) -> Turn:
+        """Returns acceptance of a good-enough open offer, else reject-and-counter at target."""
         target = self.target(view)
         if not view.listing and good_enough(view, target):
             return ACCEPT
-        return offer(target)
+        return offer(target, view)
 
 
 @dataclass(frozen=True)
 class TimeDependent(Bargainer):
+    """Concedes from its anchor to its reservation value as (t/T)^(1/e) (Faratin et al.)."""
+
     e: float = 1.0
 
     def target(self, view: BargainingView) -> float:
+        """Returns the anchor moved (t/T)^(1/e) of the way to the reservation value."""
         start = anchor(view)
-        progress = min(view.round / view.max_rounds, 1.0) ** (1 / self.e)
+        t, horizon = view.round - 1, max(view.max_rounds - 1, 1)
+        progress = min(t / horizon, 1.0) ** (1 / self.e)
         return start + (view.reservation - start) * progress
 
 
@@ -97,6 +114,7 @@ class TitForTatConcession(Bargainer):
     first_step: float = 0.1
 
     def target(self, view: BargainingView) -> float:
+        """Returns the last own offer moved by the counterpart's last concession."""
         if not view.my_offers:
             return anchor(view)
         last = view.my_offers[-1]
@@ -116,9 +134,11 @@ class NaiveAccepter(Bargainer):
     lists at the catalog high price."""
 
     def target(self, view: BargainingView) -> float:
+        """Returns the historical high (seller) or its own reservation value (buyer)."""
         return view.high if view.role == "seller" else view.reservation
 
     def choose(self, view: BargainingView, rng: random.Random) -> Turn:
+        """Returns acceptance of any open offer, else an offer at target."""
         if view.their_standing is not None and not view.listing:
             return ACCEPT
         return offer(self.target(view))

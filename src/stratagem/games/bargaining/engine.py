@@ -1,16 +1,29 @@
 """The bilateral-trade engine: a discrete-event simulation inside the episode state (SPEC §8).
 
 Events carry (timestamp, sequence, kind, seat, data) and are processed from a min-heap keyed by
-(timestamp, sequence), so timestamps never decrease. Protocol: the seller lists (round 0), the
-buyer opens round 1, turns alternate, and the episode ends on an acceptance, a quit or the round
-limit. Each turn is at most three tool calls ending in one terminal call; a turn takes one time
-unit, ``wait_for_time_period`` skips more (capped). All calls of one turn share a timestamp and are
-shown to the counterpart as one observation. Search results and Thought text stay private.
+(timestamp, sequence), so timestamps never decrease. Protocol (seed 004 §3.3.2, App. A.4): the
+seller lists in round 1, the buyer opens in round 2, the parties alternate, and the episode ends
+on an acceptance, a quit or after the last round. A **round is one turn** of one party, as in the
+paper's transcripts (the listing is round 1), so ``max_rounds`` (default 10) counts turns.
+
+A turn is one to three tool calls. ``quit_negotiation`` and ``wait_for_response`` end a turn; a
+turn without either ends with an implicit ``wait_for_response()`` (recorded in the event as
+``implicit``), so ``respond_to_offer(False)`` then ``make_offer(p)`` is one turn: reject and
+counter. An acceptance closes the deal at the accepted offer's price; a turn may not both accept
+and make an offer. A counter-offer refuses the open offer it replaces. A turn takes one time unit;
+``wait_for_time_period`` pushes the turn's later calls (and the next turn) further in time, up to a
+cap. All calls of one turn at one timestamp are shown to the counterpart as one line. Search
+results, fallbacks and Thought text stay private.
 
 Bad turns (unparseable, or breaking the protocol: answering when there is no offer, listing
-without a price) are sent back once as a correction (``max_corrections``); the next bad turn gets
-the documented fallback — ``wait_for_response()``, or for the seller's listing a listing at the
-catalog high price — and both are recorded.
+without a price, accepting and offering at once) are sent back as a correction up to
+``max_corrections`` times per turn; the next bad turn gets the documented fallback — an implicit
+``wait_for_response()``, or for the seller's listing a listing at the catalog high price (flagged,
+so metrics can leave it out) — and both are recorded.
+
+Departure from the paper: the engine batches a turn's events by timestamp and seat exactly as the
+paper's EventManager does, but the counterpart's message text is shown as a quoted, escaped
+string (RELIABILITY G5), never as raw lines.
 """
 
 from __future__ import annotations
@@ -29,21 +42,27 @@ from stratagem.seeding import derive
 SELLER, BUYER = 0, 1
 ROLE = {SELLER: "seller", BUYER: "buyer"}
 TURN_SECONDS = 1.0
+PRIVATE_KINDS = frozenset({"search", "fallback"})
+END_REASONS = ("deal", "quit", "round_limit")
 
 
 @dataclass(frozen=True, slots=True, order=True)
 class Event:
+    """One processed tool call (or engine note), ordered by (time, seq)."""
+
     time: float
     seq: int
-    kind: str = field(compare=False)  # listing offer message respond quit wait wait_time search
-    seat: Seat = field(compare=False)
+    kind: str = field(compare=False)  # listing offer respond message search quit wait wait_time
+    seat: Seat = field(compare=False)  # fallback (the engine's note that a turn was replaced)
     data: dict[str, Any] = field(compare=False, default_factory=dict)
 
     @property
     def private(self) -> bool:
-        return self.kind in ("search", "fallback")
+        """Whether only the acting seat may see this event."""
+        return self.kind in PRIVATE_KINDS
 
     def to_dict(self) -> dict[str, Any]:
+        """Returns the event as the flat dict traces store."""
         return {
             "time": self.time,
             "seq": self.seq,
@@ -54,38 +73,54 @@ class Event:
 
 
 @dataclass(frozen=True, slots=True)
+class Settings:
+    """The game parameters an episode needs (``Bargaining.params`` minus the catalog)."""
+
+    max_rounds: int = 10
+    max_corrections: int = 1
+    strategy_guide: bool = True
+    prompt_style: str = "chat"
+
+
+@dataclass(frozen=True, slots=True)
 class BargainingView:
     """What a seat knows, typed, for rule-based bargainers."""
 
     role: str
     reservation: float
-    low: float  # the catalog's historical price range (rule-based bargainers read it directly)
+    low: float  # the item's historical price range, shown to both seats
     high: float
-    round: int
+    round: int  # 1-based; a round is one turn, the seller's listing is round 1
     max_rounds: int
     listing: bool  # this is the seller's listing turn
     my_offers: tuple[float, ...]
     their_offers: tuple[float, ...]
     their_standing: float | None  # the counterpart's open offer, if any
+    my_standing: float | None  # this seat's own open offer, if any
     correction: str | None
 
 
 class BargainingState:
-    def __init__(self, game: Any, scenario: Scenario, seed: int):
-        self.game = game
+    """One negotiation in progress: the event heap, the log, open offers and the turn order."""
+
+    def __init__(self, scenario: Scenario, seed: int, settings: Settings | None = None):
+        """Starts a negotiation of ``scenario``; the seller is to list in round 1."""
+        settings = settings or Settings()
         self.setup = scenario
         self.seed = seed
-        self.max_rounds: int = game.max_rounds
+        self.settings = settings
+        self.max_rounds = settings.max_rounds
         self.heap: list[Event] = []
         self.log: list[Event] = []
         self.clock = 0.0
         self.seq = 0
         self.turn_seat: Seat = SELLER
-        self.round = 0
+        self.round = 1
         self.turns = 0
         self.standing: dict[Seat, float | None] = {SELLER: None, BUYER: None}
         self.offers: dict[Seat, list[float]] = {SELLER: [], BUYER: []}
         self.rejected: dict[Seat, list[float]] = {SELLER: [], BUYER: []}  # opponent offers refused
+        self.shown = [0, 0]  # per seat: the log index up to which it has been shown events
         self.moves: list[tuple[Seat, str]] = []
         self.corrections = 0
         self.correction: str | None = None
@@ -95,14 +130,18 @@ class BargainingState:
         self.end_reason: str | None = None
         self.price: float | None = None
         self.accepted_by: Seat | None = None
+        self._rules: list[str | None] = [None, None]
 
     def value(self, seat: Seat) -> float:
+        """Returns ``seat``'s reservation value."""
         return self.setup.seller_value if seat == SELLER else self.setup.buyer_value
 
     def to_act(self) -> tuple[Seat, ...]:
+        """Returns ``(seat,)`` for the seat whose turn it is, ``()`` once the negotiation ended."""
         return () if self.done else (self.turn_seat,)
 
     def view(self, seat: Seat) -> BargainingView:
+        """Returns what ``seat`` knows now, typed."""
         other = 1 - seat
         return BargainingView(
             role=ROLE[seat],
@@ -111,122 +150,169 @@ class BargainingState:
             high=self.setup.item.high,
             round=self.round,
             max_rounds=self.max_rounds,
-            listing=self.round == 0 and seat == SELLER,
+            listing=self.listing_turn(seat),
             my_offers=tuple(self.offers[seat]),
             their_offers=tuple(self.offers[other]),
             their_standing=self.standing[other],
+            my_standing=self.standing[seat],
             correction=self.correction,
         )
 
+    def listing_turn(self, seat: Seat) -> bool:
+        """Whether ``seat`` is the seller about to post the listing (round 1)."""
+        return seat == SELLER and self.round == 1 and not self.offers[SELLER]
+
     def observe(self, seat: Seat) -> Observation[BargainingView]:
+        """Returns ``seat``'s observation: the fixed rules, and a prompt with what is new since
+        it last acted (``chat``), the whole story (``single``), or the correction to answer."""
         if self.to_act() != (seat,):
             raise GameError(f"bargaining: seat {seat} is not to act")
         from stratagem.games.bargaining import prompts
 
         view = self.view(seat)
+        rules = self._rules[seat]
+        if rules is None:
+            rules = self._rules[seat] = prompts.system_prompt(
+                self.setup, seat, self.max_rounds, self.settings.strategy_guide
+            )
+        if self.settings.prompt_style == "single":
+            prompt = prompts.full_prompt(self.visible(seat), view, seat)
+        elif self.correction is not None:
+            prompt = prompts.correction_prompt(self.correction)
+        else:
+            prompt = prompts.new_prompt(self.new_events(seat), view, seat)
         return Observation(
-            game=self.game.name,
+            game="bargaining",
             seat=seat,
             round=self.round,
-            rules=prompts.system_prompt(
-                self.setup, seat, self.max_rounds, self.game.strategy_guide
-            ),
-            prompt=prompts.user_prompt(self.visible(seat), view, seat),
+            rules=rules,
+            prompt=prompt,
             legal=(),
             view=view,
             seed=derive(self.seed, "act", seat, self.turns, self.corrections),
+            attempt=self.corrections,
         )
 
     def visible(self, seat: Seat) -> list[Event]:
-        """Every processed event this seat may see: all public ones and its own private ones."""
+        """Returns every processed event ``seat`` may see: all public ones, its own private
+        ones."""
         return [e for e in self.log if not e.private or e.seat == seat]
 
+    def new_events(self, seat: Seat) -> list[Event]:
+        """Returns what ``seat`` learns since it last acted: the counterpart's public events and
+        its own private ones (search results, a fallback); its own moves it already knows."""
+        return [e for e in self.log[self.shown[seat] :] if (e.seat == seat) == e.private]
+
     def apply(self, actions: Mapping[Seat, Turn | Invalid]) -> RoundResult | None:
+        """Plays the turn of the seat to act; returns the result when the negotiation ends.
+
+        A refused turn (``Invalid`` or against the protocol) returns None with the same seat to
+        act and a correction to answer, or, once corrections are used up, plays the fallback.
+        """
         seat = self.turn_seat
         if self.done or set(actions) != {seat}:
             raise GameError(f"bargaining: seat {seat} is to act, got {sorted(actions)}")
         turn = actions[seat]
-        problem = turn.reason if isinstance(turn, Invalid) else self._protocol_error(seat, turn)
+        problem = turn.reason if isinstance(turn, Invalid) else self.protocol_error(seat, turn)
+        fallback: str | None = None
         if problem is not None:
             self.parse_failures[seat] += 1
             self.moves.append((seat, f"invalid: {problem}"))
-            if self.corrections < self.game.max_corrections:
+            if self.corrections < self.settings.max_corrections:
                 self.corrections += 1
                 self.correction = problem
                 return None  # the same seat answers again, shown the reason
-            turn = self._fallback(seat)
+            turn, fallback = self._fallback(seat), problem
             self.fallbacks[seat] += 1
-            self._push("fallback", seat, {"reason": problem})
         else:
+            assert isinstance(turn, Turn)
             self.moves.append((seat, render_turn(turn)))
         self.corrections, self.correction = 0, None
-        self._run_turn(seat, turn)
+        self.shown[seat] = len(self.log)  # the seat has now seen everything logged so far
+        self._run_turn(seat, turn, fallback)
         return self._result() if self.done else None
 
-    def _protocol_error(self, seat: Seat, turn: Turn) -> str | None:
+    def protocol_error(self, seat: Seat, turn: Turn) -> str | None:
+        """Returns why ``turn`` breaks the protocol now, or None when it may be played."""
         names = [c.name for c in turn.calls]
-        if self.round == 0 and seat == SELLER:
+        other = ROLE[1 - seat]
+        if self.listing_turn(seat):
             if "make_offer" not in names:
-                return "list the item first: make_offer(price=...) then wait_for_response()"
+                return "list the item first: make_offer(price=...)"
             if "respond_to_offer" in names:
                 return "there is no offer to respond to yet"
-        if "respond_to_offer" in names and self.standing[1 - seat] is None:
-            return "there is no open offer from the other side to respond to"
         if names.count("make_offer") > 1:
             return "make at most one offer per turn"
+        if names.count("respond_to_offer") > 1:
+            return "respond to the open offer at most once per turn"
+        if "respond_to_offer" not in names:
+            return None
+        if self.standing[1 - seat] is None:
+            return f"there is no open offer from the {other} to respond to"
+        at = names.index("respond_to_offer")
+        if turn.calls[at].arg("response"):
+            if "make_offer" in names:
+                return (
+                    "accept or make an offer, not both: accepting closes the deal at the "
+                    f"{other}'s price"
+                )
+            if any(name != "wait_for_response" for name in names[at + 1 :]):
+                return "accepting closes the deal: respond_to_offer(response=True) comes last"
+        elif "make_offer" in names[:at]:
+            return "reject the open offer before you counter: respond_to_offer first"
         return None
 
     def _fallback(self, seat: Seat) -> Turn:
-        if self.round == 0 and seat == SELLER:
+        if self.listing_turn(seat):
             price = self.setup.item.high
             return Turn((Call("make_offer", (("price", price),)), Call("wait_for_response")))
         return Turn((Call("wait_for_response"),))
 
-    def _push(
-        self, kind: str, seat: Seat, data: dict[str, Any] | None = None, at: float | None = None
-    ) -> None:
-        heapq.heappush(
-            self.heap, Event(self.clock if at is None else at, self.seq, kind, seat, data or {})
-        )
+    def _push(self, kind: str, seat: Seat, data: dict[str, Any], at: float) -> None:
+        heapq.heappush(self.heap, Event(at, self.seq, kind, seat, data))
         self.seq += 1
 
-    def _run_turn(self, seat: Seat, turn: Turn) -> None:
-        resume = self.clock + TURN_SECONDS
+    def _run_turn(self, seat: Seat, turn: Turn, fallback: str | None) -> None:
+        at = self.clock
+        listing = self.listing_turn(seat)
+        if fallback is not None:
+            self._push("fallback", seat, {"reason": fallback, "listing": listing}, at)
         for call in turn.calls:
-            if call.name == "make_offer":
-                kind = "listing" if self.round == 0 and seat == SELLER else "offer"
-                self._push(
-                    kind, seat, {"price": call.arg("price"), "side_offer": call.arg("side_offer")}
-                )
-            elif call.name == "respond_to_offer":
-                self._push(
-                    "respond",
-                    seat,
-                    {"accept": call.arg("response"), "price": self.standing[1 - seat]},
-                )
-            elif call.name == "send_message":
-                self._push("message", seat, {"content": call.arg("content")})
-            elif call.name == "search_price":
-                item = self.setup.item
-                self._push("search", seat, {"low": item.low, "high": item.high})
-            elif call.name == "quit_negotiation":
-                self._push("quit", seat)
-            elif call.name == "wait_for_response":
-                self._push("wait", seat)
-            elif call.name == "wait_for_time_period":
-                duration = call.arg("duration")
-                self._push("wait_time", seat, {"duration": duration})
-                resume = self.clock + duration
+            kind, data = self._event_of(call, seat, listing)
+            if kind == "listing" and fallback is not None:
+                data["fallback"] = True  # the engine's price, not the agent's: not an anchor
+            self._push(kind, seat, data, at)
+            if kind == "wait_time":
+                at += data["duration"]  # the turn's later calls and the next turn come later
+        if not turn.ends_itself:
+            self._push("wait", seat, {"implicit": True}, at)
         self._drain()
         self.turns += 1
-        self.clock = resume
+        self.clock = at + TURN_SECONDS
         if self.done:
             return
+        if self.round >= self.max_rounds:
+            self._end("round_limit")
+            return
+        self.round += 1
         self.turn_seat = 1 - seat
-        if self.turn_seat == BUYER:
-            self.round += 1
-            if self.round > self.max_rounds:
-                self._end("round_limit")
+
+    def _event_of(self, call: Call, seat: Seat, listing: bool) -> tuple[str, dict[str, Any]]:
+        """Returns the (kind, data) of the event a call makes, before it is processed."""
+        if call.name == "make_offer":
+            data = {"price": call.arg("price"), "side_offer": call.arg("side_offer")}
+            return ("listing" if listing else "offer"), data
+        if call.name == "respond_to_offer":
+            return "respond", {"accept": call.arg("response"), "price": self.standing[1 - seat]}
+        if call.name == "send_message":
+            return "message", {"content": call.arg("content")}
+        if call.name == "search_price":
+            return "search", {"low": self.setup.item.low, "high": self.setup.item.high}
+        if call.name == "quit_negotiation":
+            return "quit", {}
+        if call.name == "wait_for_response":
+            return "wait", {}
+        return "wait_time", {"duration": call.arg("duration")}
 
     def _drain(self) -> None:
         while self.heap and not self.done:
@@ -246,12 +332,13 @@ class BargainingState:
             self.standing[e.seat] = e.data["price"]
             self.offers[e.seat].append(e.data["price"])
         elif e.kind == "respond":
-            price = self.standing[other]
+            if e.data["price"] != self.standing[other]:
+                raise GameError("bargaining: a response to an offer that is no longer open")
             if e.data["accept"]:
-                self.price, self.accepted_by = price, e.seat
+                self.price, self.accepted_by = e.data["price"], e.seat
                 self._end("deal")
             else:
-                self.rejected[e.seat].append(price)
+                self.rejected[e.seat].append(e.data["price"])
                 self.standing[other] = None
         elif e.kind == "quit":
             self._end("quit")
@@ -260,6 +347,7 @@ class BargainingState:
         self.done, self.end_reason = True, reason
 
     def utilities(self) -> tuple[float, float]:
+        """Returns (seller, buyer) utilities: ``p − v_s`` and ``v_b − p`` on a deal, else 0."""
         if self.price is None:
             return 0.0, 0.0
         return (
@@ -277,7 +365,8 @@ class BargainingState:
                 "price": self.price,
                 "accepted_by": self.accepted_by,
                 "end_reason": self.end_reason,
-                "rounds": min(self.round, self.max_rounds),
+                "rounds": self.round,
+                "max_rounds": self.max_rounds,
                 "offers": [self.offers[SELLER], self.offers[BUYER]],
                 "rejected": [self.rejected[SELLER], self.rejected[BUYER]],
                 "parse_failures": self.parse_failures,
@@ -286,12 +375,11 @@ class BargainingState:
             },
         )
 
-    def private(self, seat: Seat) -> Any:
-        return (self.setup.item.title, self.value(seat))
-
     def scenario(self) -> dict[str, Any]:
+        """Returns the scenario (item and both reservation values) for the trace."""
         return self.setup.to_dict()
 
 
 def render_turn(turn: Turn) -> str:
+    """Returns the calls of ``turn`` on one line, ``; ``-separated (what traces store)."""
     return "; ".join(c.render() for c in turn.calls)
