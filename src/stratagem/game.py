@@ -203,6 +203,16 @@ class HasScenarios(Protocol):
 
 
 @runtime_checkable
+class HasRegimeScenarios(HasScenarios, Protocol):
+    """A game whose tournaments play one fixed list of scenarios drawn by regime, the same for
+    every pairing (bargaining: ``gft`` scenarios with gains from trade, ``ngft`` without)."""
+
+    def tournament_scenarios(self, gft: int, ngft: int, seed: int = 42) -> list[Any]:
+        """Returns exactly ``gft`` then ``ngft`` scenarios, deterministic in ``seed``."""
+        ...
+
+
+@runtime_checkable
 class HasPayoffBounds(Protocol):
     """A game that states the range of a seat's payoff per round (checked by the conformance
     suite)."""

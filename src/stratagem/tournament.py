@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stratagem.agent import Agent
-from stratagem.game import Game
-from stratagem.play import EpisodeSpec, play
+from stratagem.episode import EpisodeSpec
+from stratagem.game import Game, HasTournamentReport
+from stratagem.play import play
 from stratagem.runs import TRACES, RunFolder
 from stratagem.seeding import derive
 from stratagem.strategies import get_strategy, strategies
@@ -23,8 +24,10 @@ if TYPE_CHECKING:
 
 
 def digest(items: Sequence[Any]) -> str:
-    """sha256 of a list of scenarios (dataclasses with ``to_dict``) or plain values."""
-    data = [x.to_dict() if hasattr(x, "to_dict") else x for x in items]
+    """Returns the sha256 of a list of scenarios (dataclasses or plain JSON values)."""
+    import dataclasses
+
+    data = [dataclasses.asdict(x) if dataclasses.is_dataclass(x) else x for x in items]
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
@@ -64,6 +67,8 @@ def payoff_matrix(
 
 @dataclass
 class TournamentResult:
+    """A finished (or resumed) round robin: its folder, counts, summary table and files."""
+
     out: Path
     episodes: int
     errors: int
@@ -112,6 +117,7 @@ def round_robin(
         "job": "tournament",
         "game": game.name,
         "game_version": game.version,
+        "game_params": dict(game.params),
         "agents": list(agents),
         "count": count,
         "seed": seed,
@@ -128,58 +134,36 @@ def round_robin(
 
 
 def write_tournament_report(game: Game, folder: Path) -> TournamentResult:
-    """Tables (CSV, Parquet, Markdown) and plots of a tournament folder, from its traces."""
+    """Tables (CSV, Parquet, Markdown) and plots of a tournament folder, from its traces.
+
+    A game that declares ``HasTournamentReport`` writes its own (bargaining: per role and
+    regime); any other gets mean payoff per round by agent and seat, and a seat-0 heatmap.
+    """
     import pandas as pd
 
-    from stratagem.report.plots import heatmap, radar
+    from stratagem.report.plots import heatmap
     from stratagem.report.tables import write_frame
 
     traces = iter_traces(folder / TRACES)
+    if isinstance(game, HasTournamentReport):
+        summary, files = game.tournament_report(traces, folder)
+        episodes = sum(1 for t in iter_traces(folder / TRACES) if t.status == "complete")
+        return TournamentResult(folder, episodes, 0, summary, list(files))
     files: list[Path] = []
-    if getattr(game, "roles", None) == ("seller", "buyer"):
-        from stratagem.metrics import bargaining as bm
-
-        rows = _canonical(pd.DataFrame(bm.negotiation_rows(traces)))
-        summary = bm.summarise(rows)
-        means, spreads = bm.price_tiers(rows)
-        profile = bm.profiles(rows)
-        files += write_frame(summary, folder / "summary", "Agent × role × regime")
-        files += write_frame(means, folder / "price_tiers", "Metrics by price quintile")
-        files += write_frame(spreads, folder / "price_tier_spreads", "Quintile spreads (max − min)")
-        files += write_frame(profile, folder / "profiles", "Profile axes (0-100)")
-        for metric, role in [
-            ("surplus_share", "seller"),
-            ("surplus_share", "buyer"),
-            ("deal", "seller"),
-            ("violation", "buyer"),
-            ("violation", "seller"),
-        ]:
-            table = bm.pairwise(rows, metric, role)
-            files.append(
-                heatmap(
-                    table,
-                    folder / f"heatmap_{role}_{metric}.png",
-                    f"{role} {metric.replace('_', ' ')} (rows buyers, columns sellers)",
-                )
-            )
-        files.append(
-            radar(profile.set_index("agent"), folder / "profiles.png", "Bargaining profiles")
-        )
-    else:
-        rows = _canonical(pd.DataFrame(_seat_rows(traces)))
-        summary = (
-            rows.groupby(["agent", "seat"])["payoff_per_round"]
-            .agg(["mean", "sem", "count"])
-            .reset_index()
-        )
-        files += write_frame(summary, folder / "summary", "Mean payoff per round by agent × seat")
-        table = rows[rows.seat == 0].pivot_table(
-            index="agent", columns="opponent", values="payoff_per_round", aggfunc="mean"
-        )
-        table.index.name, table.columns.name = "seat 0", "seat 1"
-        files.append(
-            heatmap(table, folder / "heatmap_payoff.png", f"{game.name}: seat-0 payoff per round")
-        )
+    rows = _canonical(pd.DataFrame(_seat_rows(traces)))
+    summary = (
+        rows.groupby(["agent", "seat"])["payoff_per_round"]
+        .agg(["mean", "sem", "count"])
+        .reset_index()
+    )
+    files += write_frame(summary, folder / "summary", "Mean payoff per round by agent × seat")
+    table = rows[rows.seat == 0].pivot_table(
+        index="agent", columns="opponent", values="payoff_per_round", aggfunc="mean"
+    )
+    table.index.name, table.columns.name = "seat 0", "seat 1"
+    files.append(
+        heatmap(table, folder / "heatmap_payoff.png", f"{game.name}: seat-0 payoff per round")
+    )
     return TournamentResult(folder, len(rows) // 2 if len(rows) else 0, 0, summary, files)
 
 

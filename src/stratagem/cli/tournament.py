@@ -7,13 +7,13 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from stratagem.agents.spec import LLMOptions, make_agent
+from stratagem.cli.config import parse_params
 from stratagem.cli.progress import progress_bar
 from stratagem.errors import ConfigError
+from stratagem.game import HasRegimeScenarios, HasTournamentReport
 from stratagem.games import get_game
-from stratagem.tournament import round_robin
 
 console = Console()
 
@@ -23,6 +23,9 @@ def tournament_command(
     agents: str = typer.Option(
         ..., "--agents", "-a", help="Comma-separated agents: strategy names, hf, openai:MODEL."
     ),
+    param: list[str] = typer.Option(
+        None, "--param", "-p", help="Game parameter KEY=VALUE (JSON value); repeatable."
+    ),
     gft: int = typer.Option(400, help="Bargaining: scenarios with gains from trade per pairing."),
     ngft: int = typer.Option(200, help="Bargaining: scenarios without gains from trade."),
     episodes: int = typer.Option(20, "--episodes", "-n", help="Other games: episodes per pairing."),
@@ -30,45 +33,44 @@ def tournament_command(
         None, help="Bargaining: a CraigslistBargains JSON file [the shipped catalog]."
     ),
     split_name: str = typer.Option(
-        "test", "--split", help="Catalog split: train, validation, test."
+        "test", "--split", help="Bargaining catalog split: train, validation, test."
     ),
     seed: int = typer.Option(42, "--seed", "-s"),
     out: Path = typer.Option(None, "--out", "-o", help="Run folder [runs/tournament-<game>]."),
     max_new_tokens: int = typer.Option(256, help="LLM agents: tokens per turn."),
     base_url: str = typer.Option(None, help="Endpoint for openai:MODEL agents."),
     strategy_guide: bool = typer.Option(
-        True,
+        None,
         "--strategy-guide/--no-strategy-guide",
-        help="Bargaining: include the negotiation tips.",
+        help="Bargaining: include the negotiation tips [on].",
     ),
 ) -> None:
     """Every agent against every agent in both roles (itself included) on the same scenarios."""
-    the_game = get_game(game)
+    from stratagem.tournament import round_robin
+
+    params = parse_params(param) or {}
+    # the bargaining options are game parameters with their own flags
+    if catalog is not None:
+        params["catalog"] = str(catalog)
+    if strategy_guide is not None:
+        params["strategy_guide"] = strategy_guide
+    if "split" not in params and _takes(game, "split"):
+        params["split"] = split_name
+        params.setdefault("split_seed", seed)
+    the_game = get_game(game, **params)
     names = [a.strip() for a in agents.split(",") if a.strip()]
     if len(set(names)) != len(names) or not names:
         raise ConfigError("--agents needs distinct, comma-separated names")
+    if episodes < 1:
+        raise ConfigError("--episodes must be at least 1")
     scenarios = None
     count = episodes
     extra: dict = {"agent_specs": names}
-    if game == "bargaining":
-        from stratagem.games.bargaining.catalog import (
-            builtin_catalog,
-            load_craigslist,
-            split,
-        )
-        from stratagem.games.bargaining.catalog import (
-            scenarios as make_scenarios,
-        )
-
-        items = load_craigslist(catalog) if catalog else builtin_catalog()
-        parts = split(items, seed)
-        if split_name not in parts:
-            raise ConfigError(f"unknown split {split_name!r}; choose train, validation or test")
-        scenarios = make_scenarios(parts[split_name], gft, ngft, seed)
+    if isinstance(the_game, HasRegimeScenarios):
+        if gft < 0 or ngft < 0 or gft + ngft == 0:
+            raise ConfigError("--gft and --ngft must be non-negative with at least one scenario")
+        scenarios = the_game.tournament_scenarios(gft, ngft, seed)
         count = len(scenarios)
-        extra["catalog"] = str(catalog) if catalog else "builtin"
-        the_game.strategy_guide = strategy_guide
-        extra["strategy_guide"] = strategy_guide
     options = LLMOptions(max_new_tokens=max_new_tokens, base_url=base_url)
     extra["llm"] = options.fingerprint()
     built = {}
@@ -89,23 +91,17 @@ def tournament_command(
             fingerprint_extra=extra,
             on_episode=lambda _: progress.advance(task),
         )
-    _print_summary(result.summary, game)
+    if isinstance(the_game, HasTournamentReport):
+        console.print(the_game.summary_table(result.summary))
+    else:
+        console.print(result.summary.to_string(index=False))
     console.print(f"{result.episodes} episodes · errors: {result.errors} · run folder: {folder}")
 
 
-def _print_summary(summary, game: str) -> None:
-    if game != "bargaining":
-        console.print(summary.to_string(index=False))
-        return
-    keep = ["deal", "surplus_share", "violation", "utility", "rounds"]
-    table = Table(title="Bargaining round robin (mean ± stderr)")
-    for col in ("agent", "role", "regime", *keep):
-        table.add_column(col, justify="right" if col in keep else "left")
-    wide = summary[summary.metric.isin(keep)]
-    for (agent, role, regime), g in wide.groupby(["agent", "role", "regime"], sort=True):
-        cells = {
-            r.metric: ("" if r.n == 0 else f"{r.value:.3f} ± {r.stderr:.3f}")
-            for r in g.itertuples()
-        }
-        table.add_row(agent, role, regime, *(cells.get(k, "") for k in keep))
-    console.print(table)
+def _takes(game: str, name: str) -> bool:
+    """Whether the game's constructor takes the parameter ``name``."""
+    import inspect
+
+    from stratagem.games.registry import GAMES
+
+    return name in inspect.signature(GAMES.get(game).__init__).parameters
