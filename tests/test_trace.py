@@ -207,3 +207,36 @@ def test_every_line_of_a_run_follows_the_schema(tmp_path):
     record["unexpected"] = 1
     with pytest.raises(pydantic.ValidationError):
         validate_line(json.dumps(record))
+
+
+def test_v1_run_folders_still_report(tmp_path):
+    """Trace schema v2 adds params, system prompts and attempts; a v1 folder (none of them, and
+    ``kuhn_policy.json``) is still read by ``report``, with the same metrics."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from stratagem.cli.main import app
+
+    run = tmp_path / "v2"
+    result = evaluate(get_game("kuhn"), get_strategy("kuhn", "NashApprox"), episodes=2, out=run)
+    old = tmp_path / "v1"
+    old.mkdir()
+    lines = []
+    for line in (run / "traces.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        for key in ("params", "system"):
+            del record[key]
+        for d in record["decisions"]:
+            del d["attempt"]
+        record["schema_version"] = 1
+        lines.append(json.dumps(record))
+    (old / "traces.jsonl").write_text("\n".join(lines) + "\n")
+    manifest = json.loads((run / "run.json").read_text())
+    del manifest["fingerprint"]["game_params"]
+    (old / "run.json").write_text(json.dumps(manifest))
+    (old / "kuhn_policy.json").write_text((run / "policy.json").read_text())
+    out = CliRunner().invoke(app, ["report", str(old)])
+    assert out.exit_code == 0, out.output
+    assert (old / "metrics.csv").read_text() == (run / "metrics.csv").read_text()
+    assert result.exact_exploitability is not None
