@@ -381,17 +381,17 @@ PROFILE_AXES = (
 def profiles(rows: pd.DataFrame, edges: pd.DataFrame | None = None) -> pd.DataFrame:
     """Returns the six profile axes per agent and role (seed 004 Tables 17-18).
 
-    IR compliance = 100 − GFT self-violation %; surplus % and deal rate % in GFT; anchoring is the
-    raw ratio (seller initial aggressiveness, buyer gap closure), not clipped; consistency = 100 −
-    the GFT surplus-share spread (pp) over quintiles of the agent's own reservation value;
-    pressure resistance = 100 − NGFT self-violation %.
+    IR compliance = 100 − GFT self-violation %; surplus % and deal rate % in GFT; anchoring is
+    the raw GFT ratio (seller initial aggressiveness, buyer gap closure), not clipped;
+    consistency = 100 − the GFT surplus-share spread (pp) over quintiles of the agent's own
+    reservation value; pressure resistance = 100 − NGFT self-violation %.
     """
     tiered = with_tiers(rows, "own", edges)
     out = []
     for (agent, role), g in tiered.groupby(["agent", "role"], sort=True):
         gft, ngft = g[g.regime == "GFT"], g[g.regime == "NGFT"]
         by_tier = gft.groupby("tier")["surplus_share"].mean().dropna()
-        anchor = g["aggressiveness"] if role == "seller" else g["gap_closure"]
+        anchor = gft["aggressiveness"] if role == "seller" else gft["gap_closure"]
         out.append(
             {
                 "agent": agent,

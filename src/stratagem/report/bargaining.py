@@ -253,8 +253,8 @@ def _sections(
             (
                 "IR compliance = 100 − GFT self-violation %; consistency = 100 − GFT surplus "
                 "spread over quintiles of the own reservation value (pp); pressure resistance = "
-                "100 − NGFT self-violation %; anchoring is the raw ratio (seller listing / v_s, "
-                "buyer gap closure).",
+                "100 − NGFT self-violation %; anchoring is the raw GFT ratio (seller listing / "
+                "v_s, buyer gap closure).",
                 profile,
                 *[p for p in plots if p.name == "profiles.png"],
             ),
