@@ -1,8 +1,9 @@
 """Bargaining round-robin benchmark: ``python benchmarks/bargaining.py``.
 
 A 5-agent rule-based round robin in both roles (25 pairings) on 600 scenarios = 15,000
-negotiations, timed end to end (play + traces + tables + plots), and the peak resident memory of
-the same run at 1,000 and at 15,000 negotiations, each in a fresh subprocess, side by side.
+negotiations, timed end to end (play + traces + the bargaining report: tables, per-regime heatmaps,
+profiles, HTML), and the peak resident memory of the same run at 1,000 and at 15,000
+negotiations, each in a fresh subprocess, side by side.
 """
 
 from __future__ import annotations
@@ -18,13 +19,12 @@ AGENTS = "Boulware,Linear,Conceder,TitForTatConcession,NaiveAccepter"
 CHILD = """
 import json, resource, sys, time
 from stratagem.games import get_game
-from stratagem.games.bargaining.catalog import builtin_catalog, scenarios, split
 from stratagem.strategies import get_strategy
 from stratagem.tournament import round_robin
 gft, ngft, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-game = get_game("bargaining")
+game = get_game("bargaining", split="test")
 agents = {n: get_strategy("bargaining", n) for n in sys.argv[4].split(",")}
-sc = scenarios(split(builtin_catalog())["test"], gft, ngft, seed=42)
+sc = game.tournament_scenarios(gft, ngft, seed=42)
 start = time.perf_counter()
 result = round_robin(game, agents, out, count=len(sc), scenarios=sc)
 seconds = time.perf_counter() - start
