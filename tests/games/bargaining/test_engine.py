@@ -304,7 +304,7 @@ def test_observations_carry_the_chat_and_corrections_through_an_episode():
     assert trace.rounds[0].info["end_reason"] == "quit"
     first, second = [d for d in trace.decisions if d.seat == SELLER]
     assert (first.attempt, second.attempt) == (0, 1) and second.status == "ok"
-    assert "could not be used" in second.prompt and "Answer again" in second.prompt
+    assert "not accepted: no code block" in second.prompt and "correction 1" in second.prompt
     assert trace.system[SELLER] is not None and "SELLER" in trace.system[SELLER]
     (buyer_obs,) = seen
     assert "listed the item at $140.00" in buyer_obs.prompt and buyer_obs.history == ()
@@ -402,7 +402,7 @@ def test_garbage_gets_one_correction_then_the_fallback():
     assert sum(d.status == "failed" for d in trace.decisions) == 20
     assert info["offers"][0] == [ITEM.high]  # the listing fallback lists at the catalog high
     corrections = [d for d in trace.decisions if d.attempt == 1]
-    assert len(corrections) == 10 and all("could not be used" in d.prompt for d in corrections)
+    assert len(corrections) == 10 and all("not accepted" in d.prompt for d in corrections)
 
 
 def test_every_other_answer_garbage_continues_with_corrections():

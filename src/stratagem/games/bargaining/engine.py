@@ -17,7 +17,8 @@ results, fallbacks and Thought text stay private.
 
 Bad turns (unparseable, or breaking the protocol: answering when there is no offer, listing
 without a price, accepting and offering at once) are sent back as a correction up to
-``max_corrections`` times per turn; the next bad turn gets the documented fallback — an implicit
+``max_corrections`` times per turn (the shared policy of ``games.corrections``); the next bad turn
+gets the documented fallback — an implicit
 ``wait_for_response()``, or for the seller's listing a listing at the catalog high price (flagged,
 so metrics can leave it out) — and both are recorded.
 
@@ -37,6 +38,7 @@ from stratagem.errors import GameError
 from stratagem.game import Invalid, Observation, RoundResult, Seat
 from stratagem.games.bargaining.catalog import Scenario
 from stratagem.games.bargaining.tools import Call, Turn
+from stratagem.games.corrections import Corrections, Verdict
 from stratagem.seeding import derive
 
 SELLER, BUYER = 0, 1
@@ -122,8 +124,8 @@ class BargainingState:
         self.rejected: dict[Seat, list[float]] = {SELLER: [], BUYER: []}  # opponent offers refused
         self.shown = [0, 0]  # per seat: the log index up to which it has been shown events
         self.moves: list[tuple[Seat, str]] = []
-        self.corrections = 0
-        self.correction: str | None = None
+        self.policy = Corrections(retries=settings.max_corrections)
+        self.correction: str | None = None  # the reason the seat to act must answer again
         self.parse_failures = [0, 0]
         self.fallbacks = [0, 0]
         self.done = False
@@ -176,9 +178,9 @@ class BargainingState:
                 self.setup, seat, self.max_rounds, self.settings.strategy_guide
             )
         if self.settings.prompt_style == "single":
-            prompt = prompts.full_prompt(self.visible(seat), view, seat)
+            prompt = prompts.full_prompt(self.visible(seat), view, seat, self.policy.attempt)
         elif self.correction is not None:
-            prompt = prompts.correction_prompt(self.correction)
+            prompt = prompts.correction_prompt(self.correction, self.policy.attempt)
         else:
             prompt = prompts.new_prompt(self.new_events(seat), view, seat)
         return Observation(
@@ -189,8 +191,8 @@ class BargainingState:
             prompt=prompt,
             legal=(),
             view=view,
-            seed=derive(self.seed, "act", seat, self.turns, self.corrections),
-            attempt=self.corrections,
+            seed=derive(self.seed, "act", seat, self.turns, self.policy.attempt),
+            attempt=self.policy.attempt,
         )
 
     def visible(self, seat: Seat) -> list[Event]:
@@ -218,16 +220,16 @@ class BargainingState:
         if problem is not None:
             self.parse_failures[seat] += 1
             self.moves.append((seat, f"invalid: {problem}"))
-            if self.corrections < self.settings.max_corrections:
-                self.corrections += 1
+            if self.policy.refuse(seat) is Verdict.RETRY:
                 self.correction = problem
                 return None  # the same seat answers again, shown the reason
-            turn, fallback = self._fallback(seat), problem
+            turn, fallback = self._fallback(seat), problem  # no abort: the policy has no limit
             self.fallbacks[seat] += 1
         else:
             assert isinstance(turn, Turn)
             self.moves.append((seat, render_turn(turn)))
-        self.corrections, self.correction = 0, None
+            self.policy.accept(seat)
+        self.correction = None
         self.shown[seat] = len(self.log)  # the seat has now seen everything logged so far
         self._run_turn(seat, turn, fallback)
         return self._result() if self.done else None

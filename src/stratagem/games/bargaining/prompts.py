@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from stratagem.games.bargaining.catalog import Scenario
+from stratagem.games.corrections import correction_text
 
 if TYPE_CHECKING:
     from stratagem.games.bargaining.engine import BargainingView, Event
@@ -191,20 +192,18 @@ def new_prompt(events: Sequence[Event], view: BargainingView, seat: int) -> str:
     return "\n".join([*lines, *state_lines(view, seat), "Your turn."])
 
 
-def full_prompt(events: Sequence[Event], view: BargainingView, seat: int) -> str:
+def full_prompt(events: Sequence[Event], view: BargainingView, seat: int, attempt: int = 0) -> str:
     """Returns the ``single`` user turn: the whole visible log first (stable across turns, so a
     KV cache can be reused), the state last, and a correction when there is one."""
     lines = event_lines(events, seat)
     head = ["Negotiation so far:", *lines] if lines else ["Nothing has happened yet."]
     tail = []
     if view.correction:
-        tail.append(f"Your last answer could not be used: {view.correction}. Answer again.")
+        tail.append(correction_text(view.correction, max(attempt, 1)))
     return "\n".join([*head, *state_lines(view, seat), *tail, "Your turn."])
 
 
-def correction_prompt(reason: str) -> str:
-    """Returns the ``chat`` user turn asking the seat to answer again."""
-    return (
-        f"Your last answer could not be used: {reason}. Answer again: Thought:, then Code: with "
-        "one ```py block of one to three tool calls."
-    )
+def correction_prompt(reason: str, attempt: int) -> str:
+    """Returns the ``chat`` user turn asking the seat to answer again (the shared wording of
+    ``games.corrections``)."""
+    return correction_text(reason, attempt)
