@@ -203,7 +203,7 @@ def test_sigint_stops_cleanly_with_a_resume_hint(tmp_path):
     assert "Resume with: stratagem tournament" in err and "Traceback" not in err
     lines = traces.read_text().splitlines()
     assert all(json.loads(line)["episode_id"] for line in lines)
-    assert json.loads((out / "run.json").read_text())["status"] == "started"
+    assert json.loads((out / "run.json").read_text())["status"] == "interrupted"
     subprocess.run(cmd(out), check=True, capture_output=True)
     ids = [json.loads(line)["episode_id"] for line in traces.read_text().splitlines()]
     assert len(ids) == len(set(ids)) == 15_000

@@ -107,16 +107,23 @@ def evaluate(
         "pools": {p: list(m) for p, m in get_pools(game.name).items()},
         **(fingerprint_extra or {}),
     }
-    run = RunFolder(out, fingerprint, runtime={"max_live": max_live})
-    errors = run.play(game, specs, max_live=max_live, on_episode=on_episode)
-    traces = read_traces(run.traces_path)
-    result = _result(game, agent, traces, normalise, run.path)
-    result.errors = errors
-    if result.policy is not None:
-        (run.path / POLICY).write_text(json.dumps(result.policy, indent=1, sort_keys=True))
-    write_metrics(run.path, result.metrics, result.exact_exploitability, normalise)
-    run.finish("partial" if errors else "complete", episodes=len(traces), errors=errors)
+    with RunFolder(out, fingerprint, runtime={"max_live": max_live}) as run:
+        errors = run.play(game, specs, max_live=max_live, on_episode=on_episode)
+        traces = read_traces(run.traces_path)
+        result = _result(game, agent, traces, normalise, run.path)
+        result.errors = errors
+        if result.policy is not None:
+            (run.path / POLICY).write_text(json.dumps(result.policy, indent=1, sort_keys=True))
+        write_metrics(run.path, result.metrics, result.exact_exploitability, normalise)
+        run.finish(run_status(len(traces), errors), episodes=len(traces), errors=errors)
     return result
+
+
+def run_status(episodes: int, errors: int) -> str:
+    """Returns ``complete`` (no errors), ``error`` (nothing completed) or ``partial``."""
+    if not errors:
+        return "complete"
+    return "error" if errors >= episodes else "partial"
 
 
 def _result(

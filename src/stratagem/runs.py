@@ -1,71 +1,161 @@
-"""Run folders: resolved config, fingerprint, traces, metrics — resumable and drift-checked.
+"""Run folders: resolved config, fingerprint, traces, metrics — one writer, resumable, checked.
 
-The fingerprint holds every setting that changes outputs (game and version, agents, seeds,
-episode counts, generation parameters). Reopening a folder with a different fingerprint raises
-``ConfigDriftError`` naming the keys and touches nothing; runtime settings (progress bars,
-concurrency) are stored but may change freely.
+The fingerprint holds every setting that changes outputs (game, version and params, agents,
+seeds, episode counts, generation parameters). A run folder promises (RELIABILITY A1–A9):
+
+- **one writer**: a run holds an exclusive ``flock`` on ``run.lock`` for its whole life; a second
+  process on the same folder is refused with the holder's pid and command;
+- **no reuse under the wrong label**: every episode id starts with the fingerprint's key, so
+  traces of other settings are never taken for this run's; a folder whose ``run.json`` is missing
+  or corrupt is adopted only when its traces carry this run's key;
+- **drift refused**: reopening a folder with another fingerprint raises ``ConfigDriftError``
+  naming the keys and touches nothing; runtime settings (concurrency, progress bars) may change;
+- **a trace file that reads back exactly**: garbage or blank lines before the last line, and
+  duplicate episode ids, are refused with the line number (a torn *last* line is a killed write
+  and is cut off on resume);
+- **a status that tells the truth**: ``started``, then ``complete``, ``partial`` (some episodes
+  failed; a rerun retries them), ``error`` (none completed) or ``interrupted``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import datetime as dt
+import errno
+import fcntl
+import hashlib
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from stratagem.errors import ConfigDriftError
-from stratagem.trace import Trace, TraceWriter, dumps
+from stratagem.errors import ConfigDriftError, ConfigError, StratagemError
+from stratagem.trace import RETRY_STATUSES, Trace, TraceWriter, dumps
 
 MANIFEST = "run.json"
 TRACES = "traces.jsonl"
+LOCK = "run.lock"
+
+
+class RunFolderError(StratagemError):
+    """The run folder cannot be used: a filesystem failure (unwritable, full disk) or a folder
+    another process holds. Exit code 1 for runtime failures; 2 where the user must change the
+    command."""
+
+    exit_code = 1
+
+
+class RunLockedError(RunFolderError):
+    """Another process is writing this run folder."""
+
+    exit_code = 2
+
+
+class TraceFileError(ConfigError):
+    """A trace file with a line that is not a trace record, or an episode twice."""
+
+
+def fingerprint_key(fingerprint: Mapping[str, Any]) -> str:
+    """Returns the 12-hex-digit key of a fingerprint: the prefix of every episode id of a run."""
+    text = json.dumps(json.loads(dumps(dict(fingerprint))), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def fresh_folder(base: str | Path) -> Path:
+    """Creates and returns a new folder named ``base`` + a timestamp, unique even when several
+    processes ask in the same second (``mkdir`` is atomic; a clash takes the next suffix)."""
+    base = Path(base)
+    stamp = time.strftime("-%Y%m%d-%H%M%S")
+    for n in range(1, 10_000):
+        path = base.with_name(base.name + stamp + ("" if n == 1 else f"-{n}"))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise _fs_error(exc, path) from None
+    raise RunFolderError(f"could not create a fresh folder next to {base}")
+
+
+def check_out_path(path: str | Path) -> Path:
+    """Returns ``path`` as a run folder location, or raises a one-line ``ConfigError`` for one
+    that cannot be a folder (empty, a file, under a file, a device)."""
+    if str(path).strip() == "":
+        raise ConfigError("--out is empty; give a folder for the run")
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--out {path} is a file, not a folder; choose a folder")
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            raise ConfigError(f"--out {path} is under {parent}, which is a file")
+    return path
 
 
 class RunFolder:
+    """One run's folder, held by this process until ``close`` (or the process ends)."""
+
     def __init__(
         self,
         path: str | Path,
         fingerprint: Mapping[str, Any],
         runtime: Mapping[str, Any] | None = None,
     ):
-        self.path = Path(path)
+        """Open (or create) the run folder at ``path`` for ``fingerprint``.
+
+        Raises:
+            ConfigError: ``path`` cannot be a folder, the traces hold a bad line or a duplicate.
+            ConfigDriftError: the folder was made with other settings.
+            RunLockedError: another process holds the folder.
+            RunFolderError: the filesystem refused (permissions, read-only, full disk).
+        """
+        self.path = check_out_path(path)
         self.fingerprint = json.loads(dumps(dict(fingerprint)))
-        manifest = self.path / MANIFEST
-        self.resumed = manifest.exists()
-        if self.resumed:
-            stored = json.loads(manifest.read_text())["fingerprint"]
-            drift = sorted(
-                k
-                for k in stored.keys() | self.fingerprint.keys()
-                if stored.get(k) != self.fingerprint.get(k)
-            )
-            if drift:
-                details = "; ".join(
-                    f"{k}: {stored.get(k)!r} -> {self.fingerprint.get(k)!r}" for k in drift
-                )
-                raise ConfigDriftError(
-                    f"{self.path} was made with other settings ({details}); "
-                    "use a new --out folder to start a fresh run"
-                )
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._manifest = {
-            "fingerprint": self.fingerprint,
-            "runtime": dict(runtime or {}),
-            "status": "started",
-            "started": _now(),
-            "command": sys.argv,
-            "versions": _versions(),
-        }
-        self._write_manifest()
+        self.key = fingerprint_key(self.fingerprint)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _fs_error(exc, self.path) from None
+        self._lock = self._acquire()
+        try:
+            stored = self._stored_manifest()
+            done, errors = scan_traces(self.traces_path)
+            if stored is None:
+                self._adopt(done | errors)
+            else:
+                self._check_drift(stored["fingerprint"])
+            self.resumed = bool(done)
+            self._manifest = {
+                "fingerprint": self.fingerprint,
+                "key": self.key,
+                "runtime": dict(runtime or {}),
+                "status": "started",
+                "started": _now(),
+                "command": sys.argv,
+                "versions": _versions(),
+            }
+            self._sign_lock()
+            self._write_manifest()
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def traces_path(self) -> Path:
+        """The run's trace file."""
         return self.path / TRACES
 
     def writer(self) -> TraceWriter:
-        return TraceWriter(self.traces_path)
+        """Returns the append-only writer of the run's trace file (resuming it)."""
+        try:
+            return TraceWriter(self.traces_path)
+        except OSError as exc:
+            raise _fs_error(exc, self.traces_path) from None
 
     def play(
         self,
@@ -76,35 +166,183 @@ class RunFolder:
         on_episode: Callable[[Trace], None] | None = None,
     ) -> int:
         """Play every spec not yet in the trace file, appending each trace as it finishes;
-        returns how many ended in error (they run again on the next resume)."""
+        returns how many ended in error (they run again on the next resume).
+
+        Episode ids are prefixed with the fingerprint key. An interruption (Ctrl-C, SIGTERM)
+        marks the run ``interrupted`` before it propagates.
+        """
         from stratagem.play import play
 
+        prefix = f"{self.key}/"
+        keyed = (dataclasses.replace(s, episode_id=prefix + s.episode_id) for s in specs)
         errors = 0
-        with self.writer() as writer:
-            for trace in play(
-                game,
-                specs,
-                max_live=max_live,
-                skip=set(writer.done),
-                on_error="record",
-                on_finish=on_episode,
-            ):
-                writer.write(trace)
-                errors += trace.status != "complete"
+        try:
+            with self.writer() as writer:
+                for trace in play(
+                    game,
+                    keyed,
+                    max_live=max_live,
+                    skip=set(writer.done),
+                    on_error="record",
+                    on_finish=on_episode,
+                ):
+                    try:
+                        writer.write(trace)
+                    except OSError as exc:
+                        raise _fs_error(exc, self.traces_path) from None
+                    errors += trace.status != "complete"
+        except (KeyboardInterrupt, SystemExit):
+            self.finish("interrupted")
+            raise
         return errors
 
     def finish(self, status: str, **counts: Any) -> None:
+        """Record the run's final ``status`` (and counts) in ``run.json``."""
         self._manifest.update(status=status, finished=_now(), **counts)
         self._write_manifest()
 
+    def close(self) -> None:
+        """Release the folder's lock (the process ending releases it too)."""
+        if self._lock is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._lock, fcntl.LOCK_UN)
+                os.close(self._lock)
+            self._lock = None
+
+    def __enter__(self) -> RunFolder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _acquire(self) -> int:
+        lock = self.path / LOCK
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise _fs_error(exc, lock) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 4096).decode("utf-8", "replace").strip() or "another process"
+            os.close(fd)
+            raise RunLockedError(
+                f"{self.path} is in use by {holder}; wait for it to finish or choose another --out"
+            ) from None
+        return fd
+
+    def _sign_lock(self) -> None:
+        """Write this process into the lock file (after the checks: a refused run touches
+        nothing), so a second process can name the holder."""
+        assert self._lock is not None
+        os.ftruncate(self._lock, 0)
+        os.pwrite(self._lock, f"pid {os.getpid()} ({' '.join(sys.argv)})".encode(), 0)
+
+    def _stored_manifest(self) -> dict[str, Any] | None:
+        """Returns the stored manifest, or None when it is missing, empty or corrupt."""
+        manifest = self.path / MANIFEST
+        try:
+            stored = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(stored, dict) or not isinstance(stored.get("fingerprint"), dict):
+            return None
+        return stored
+
+    def _adopt(self, ids: set[str]) -> None:
+        """A folder without a readable manifest: adopt its traces only if they are this run's."""
+        foreign = sorted(i for i in ids if not i.startswith(f"{self.key}/"))
+        if foreign:
+            raise ConfigDriftError(
+                f"{self.path} has no readable {MANIFEST} and its traces were made with other "
+                f"settings (e.g. episode {foreign[0]!r}); use a new --out folder"
+            )
+
+    def _check_drift(self, stored: Mapping[str, Any]) -> None:
+        drift = sorted(
+            k
+            for k in stored.keys() | self.fingerprint.keys()
+            if stored.get(k) != self.fingerprint.get(k)
+        )
+        if drift:
+            details = "; ".join(
+                f"{k}: {stored.get(k)!r} -> {self.fingerprint.get(k)!r}" for k in drift
+            )
+            raise ConfigDriftError(
+                f"{self.path} was made with other settings ({details}); "
+                "use a new --out folder to start a fresh run"
+            )
+
     def _write_manifest(self) -> None:
         tmp = self.path / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(self._manifest, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, self.path / MANIFEST)
+        try:
+            tmp.write_text(json.dumps(self._manifest, indent=2, sort_keys=True) + "\n")
+            os.replace(tmp, self.path / MANIFEST)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise _fs_error(exc, self.path / MANIFEST) from None
+
+
+def scan_traces(path: Path) -> tuple[set[str], set[str]]:
+    """Returns (ids of kept episodes, ids of errored ones) of a trace file, checking every line.
+
+    A torn last line (no newline) is ignored: resuming cuts it off. Raises ``TraceFileError``
+    for a blank or non-JSON line before it, a record without an episode id, or an id twice among
+    the kept records.
+    """
+    done: set[str] = set()
+    errors: set[str] = set()
+    if not path.exists():
+        return done, errors
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.endswith(b"\n"):
+                break  # a torn last record
+            try:
+                record = json.loads(line)
+                episode = record["episode_id"]
+            except (ValueError, KeyError, TypeError):
+                what = "a blank line" if not line.strip() else "not a trace record"
+                raise TraceFileError(
+                    f"{path}:{number} is {what}; remove that line (or the file) to go on"
+                ) from None
+            if record.get("status", "complete") in RETRY_STATUSES:
+                errors.add(episode)
+            elif episode in done:
+                raise TraceFileError(
+                    f"{path}:{number} repeats episode {episode!r}; a trace file holds each "
+                    "episode once (two writers?)"
+                )
+            else:
+                done.add(episode)
+    return done, errors
 
 
 def read_fingerprint(path: str | Path) -> dict[str, Any]:
-    return json.loads((Path(path) / MANIFEST).read_text())["fingerprint"]
+    """Returns the fingerprint stored in a run folder's ``run.json``.
+
+    Raises ``ConfigError`` when the folder has no readable ``run.json``.
+    """
+    manifest = Path(path) / MANIFEST
+    try:
+        return json.loads(manifest.read_text(encoding="utf-8"))["fingerprint"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ConfigError(
+            f"{path} has no readable {MANIFEST}; pass a run folder written by stratagem"
+        ) from None
+
+
+def _fs_error(exc: OSError, path: Path) -> RunFolderError:
+    """One line for a filesystem failure at ``path``."""
+    reason = {
+        errno.ENOSPC: "the disk is full",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "permission denied",
+        errno.EROFS: "the filesystem is read-only",
+        errno.ENOTDIR: "a part of the path is a file",
+    }.get(exc.errno or 0, exc.strerror or str(exc))
+    return RunFolderError(f"cannot write {path}: {reason}; finished episodes are kept")
 
 
 def _versions() -> dict[str, str | None]:

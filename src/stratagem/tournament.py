@@ -124,12 +124,13 @@ def round_robin(
         "scenarios": None if scenarios is None else digest(scenarios),
         **(fingerprint_extra or {}),
     }
-    run = RunFolder(out, fingerprint, runtime={"max_live": max_live})
-    specs = round_robin_specs(agents, count=count, seed=seed, scenarios=scenarios)
-    errors = run.play(game, specs, max_live=max_live, on_episode=on_episode)
-    result = write_tournament_report(game, run.path)
-    result.errors = errors
-    run.finish("partial" if errors else "complete", episodes=result.episodes, errors=errors)
+    with RunFolder(out, fingerprint, runtime={"max_live": max_live}) as run:
+        specs = round_robin_specs(agents, count=count, seed=seed, scenarios=scenarios)
+        errors = run.play(game, specs, max_live=max_live, on_episode=on_episode)
+        result = write_tournament_report(game, run.path)
+        result.errors = errors
+        status = "complete" if not errors else "error" if not result.episodes else "partial"
+        run.finish(status, episodes=result.episodes, errors=errors)
     return result
 
 

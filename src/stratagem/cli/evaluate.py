@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +14,11 @@ from rich.table import Table
 from stratagem.agents.spec import LLMOptions, is_llm, make_agent
 from stratagem.cli.config import load_config, parse_params
 from stratagem.cli.progress import progress_bar
+from stratagem.errors import ConfigError
 from stratagem.evaluation import Evaluation, count_episodes, evaluate
 from stratagem.games import get_game
 from stratagem.report.tables import LABELS
+from stratagem.runs import check_out_path, fresh_folder
 
 console = Console()
 
@@ -32,7 +33,7 @@ class EvalConfig(BaseModel):
     agent: str = "hf"
     episodes: int = Field(20, gt=0, description="episodes per opponent")
     seed: int = 0
-    out: Path | None = None
+    out: str | None = None
     normalise: bool = False
     temperature: float = Field(0.0, ge=0)
     top_p: float = Field(1.0, gt=0, le=1)
@@ -46,6 +47,8 @@ class EvalConfig(BaseModel):
     concurrency: int = Field(8, gt=0)
     max_retries: int = Field(5, ge=0)
     attempt_timeout: float = Field(60.0, gt=0)
+    max_error_rate: float = Field(0.0, ge=0, le=1, description="errored episodes allowed")
+    new_run: bool = False
 
     def llm_options(self) -> LLMOptions:
         return LLMOptions(**{k: getattr(self, k) for k in LLMOptions.__dataclass_fields__})
@@ -64,7 +67,7 @@ def eval_command(
     ),
     episodes: int = typer.Option(None, "--episodes", "-n", help="Episodes per opponent [20]."),
     seed: int = typer.Option(None, "--seed", "-s", help="Base seed [0]."),
-    out: Path = typer.Option(None, "--out", "-o", help="Run folder [runs/<game>/<agent>-s<seed>]."),
+    out: str = typer.Option(None, "--out", "-o", help="Run folder [runs/<game>/<agent>-s<seed>]."),
     normalise: bool = typer.Option(None, "--normalise/--raw", help="Scale payoffs by 3/reference."),
     temperature: float = typer.Option(None, help="Sampling temperature; 0 is greedy [0]."),
     max_new_tokens: int = typer.Option(None, help="Generated tokens per decision [64]."),
@@ -74,7 +77,12 @@ def eval_command(
     max_retries: int = typer.Option(None, help="Retries per request for openai [5]."),
     attempt_timeout: float = typer.Option(None, help="Seconds per request attempt [60]."),
     max_batch: int = typer.Option(None, help="Sequences per hf generate call [64]."),
-    new_run: bool = typer.Option(False, "--new-run", help="Start a fresh folder, never resume."),
+    max_error_rate: float = typer.Option(
+        None, help="Errored episodes tolerated before the exit code says failure [0]."
+    ),
+    new_run: bool = typer.Option(
+        None, "--new-run", help="Start a fresh folder, never resume.", show_default=False
+    ),
     config: Path = typer.Option(None, "--config", "-c", help="YAML or TOML file of settings."),
 ) -> None:
     """Evaluate an agent against every pool of a game and print the SEPO metrics."""
@@ -96,7 +104,11 @@ def eval_command(
         max_retries=max_retries,
         attempt_timeout=attempt_timeout,
         max_batch=max_batch,
+        max_error_rate=max_error_rate,
+        new_run=new_run,
     )
+    if not is_llm(cfg.agent):
+        _refuse_llm_options(cfg)
     the_game = get_game(cfg.game, **cfg.params)
     options = cfg.llm_options()
     the_agent = make_agent(cfg.agent, the_game, options)
@@ -104,9 +116,9 @@ def eval_command(
     if is_llm(cfg.agent):
         extra["llm"] = options.fingerprint()
         extra["model_id"] = the_agent.backend.model_id  # type: ignore[attr-defined]
-    folder = cfg.out or default_out(cfg)
-    if new_run:
-        folder = folder.with_name(folder.name + time.strftime("-%Y%m%d-%H%M%S"))
+    folder = check_out_path(cfg.out if cfg.out is not None else default_out(cfg))
+    if cfg.new_run:
+        folder = fresh_folder(folder)
     total = count_episodes(the_game, cfg.episodes)
     with progress_bar(console) as progress:
         task = progress.add_task(f"{cfg.game} · {the_agent.name}", total=total)
@@ -121,6 +133,37 @@ def eval_command(
             on_episode=lambda _: progress.advance(task),
         )
     print_evaluation(result)
+    _exit_on_errors(result, cfg.max_error_rate)
+
+
+def _refuse_llm_options(cfg: EvalConfig) -> None:
+    """A strategy agent has no model: LLM options would be silently ignored, so refuse them."""
+    defaults = EvalConfig(game=cfg.game)
+    given = [
+        k
+        for k in ("temperature", "top_p", "max_new_tokens", "adapter", "base_url", "dtype")
+        if getattr(cfg, k) != getattr(defaults, k)
+    ]
+    if given:
+        names = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise ConfigError(f"{names}: for LLM agents (hf, openai:MODEL) only, not {cfg.agent}")
+
+
+def _exit_on_errors(result: Evaluation, max_error_rate: float) -> None:
+    """A9: a run with errored episodes says so and exits 1 (beyond ``max_error_rate``)."""
+    attempted = len(result.traces)
+    if not result.errors:
+        return
+    complete = attempted - result.errors
+    first = next((t.error for t in result.traces if t.status != "complete"), "")
+    console.print(
+        f"coverage: {complete} of {attempted} episodes complete; {result.errors} failed "
+        f"(first: {first}). Rerun the same command to retry them.",
+        highlight=False,
+        markup=False,
+    )
+    if result.errors / max(attempted, 1) > max_error_rate:
+        raise typer.Exit(1)
 
 
 def default_out(cfg: EvalConfig) -> Path:
@@ -136,7 +179,10 @@ def print_evaluation(result: Evaluation) -> None:
     table.add_column("± stderr", justify="right")
     table.add_column("episodes", justify="right")
     for key, est in result.metrics.items():
-        table.add_row(LABELS.get(key, key), f"{est.value:.4f}", f"{est.stderr:.4f}", str(est.n))
+        if est.n == 0:  # nothing measured: missing, never a 0.0 that reads as a result
+            table.add_row(LABELS.get(key, key), "—", "—", "0")
+        else:
+            table.add_row(LABELS.get(key, key), f"{est.value:.4f}", f"{est.stderr:.4f}", str(est.n))
     if result.exact_exploitability is not None:
         table.add_row(
             LABELS["exact_exploitability"], f"{result.exact_exploitability:.6f}", "exact", "-"

@@ -1,8 +1,15 @@
-"""The ``stratagem`` typer app; errors we raise on purpose print one line and exit 2."""
+"""The ``stratagem`` typer app and its error boundary.
+
+Errors we raise on purpose print one line (exit 2 for usage errors, 1 for runtime failures);
+filesystem errors print one line and exit 1; Ctrl-C and SIGTERM stop cleanly with a shell-quoted
+resume command (exit 130 / 143). No user mistake ends in a traceback.
+"""
 
 from __future__ import annotations
 
 import functools
+import shlex
+import signal
 import sys
 from collections.abc import Callable
 
@@ -22,20 +29,30 @@ app = typer.Typer(
 err = Console(stderr=True, soft_wrap=True)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, so it unwinds like Ctrl-C (run status, hint)."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def interruptible(command: Callable) -> Callable:
-    """Ctrl-C / SIGINT: finished episodes are already on disk; say how to resume, exit 130."""
+    """Ctrl-C / SIGTERM: finished episodes are already on disk; say how to resume (a command
+    that can be pasted into a shell for any path), exit 130 (SIGINT) or 143 (SIGTERM)."""
 
     @functools.wraps(command)
     def run(*args, **kwargs):
         try:
             return command(*args, **kwargs)
-        except KeyboardInterrupt:
-            line = " ".join(["stratagem", *sys.argv[1:]])
+        except KeyboardInterrupt as exc:
+            line = shlex.join(["stratagem", *sys.argv[1:]])
             err.print(
                 f"interrupted; every finished episode is saved. Resume with: {line}",
                 highlight=False,
+                markup=False,
             )
-            raise typer.Exit(130) from None
+            raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
 
     return run
 
@@ -55,14 +72,26 @@ app.add_typer(train.train_app, name="train")
 
 
 def main() -> None:
+    """The console entry point: run the app behind the error boundary."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         app()  # usage errors are typer's own: a short message and exit 2
     except StratagemError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        _one_line(str(exc))
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:  # outside a command (while importing, parsing options)
+    except OSError as exc:  # a filesystem failure we did not anticipate: still one line
+        where = f" ({exc.filename})" if exc.filename else ""
+        _one_line(f"{exc.strerror or exc}{where}")
+        sys.exit(1)
+    except KeyboardInterrupt as exc:  # outside a command (while importing, parsing options)
         err.print("interrupted")
-        sys.exit(130)
+        sys.exit(143 if isinstance(exc, Terminated) else 130)
+
+
+def _one_line(message: str) -> None:
+    err.print(
+        "error: " + " ".join(message.split()), highlight=False, markup=False, style="bold red"
+    )
 
 
 if __name__ == "__main__":

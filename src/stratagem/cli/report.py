@@ -14,7 +14,7 @@ from stratagem.game import HasSolverTree
 from stratagem.games import get_game
 from stratagem.metrics.sepo import sepo_metrics
 from stratagem.report.tables import write_metrics
-from stratagem.runs import TRACES, read_fingerprint
+from stratagem.runs import TRACES, read_fingerprint, scan_traces
 from stratagem.solvers.best_response import exploitability
 from stratagem.trace import read_traces
 
@@ -26,9 +26,21 @@ def report_command(run: Path = typer.Argument(..., help="A run folder written by
     if not (run / TRACES).exists():
         raise ConfigError(f"{run} holds no {TRACES}; pass a run folder written by `stratagem eval`")
     fp = read_fingerprint(run)
+    if fp.get("job", "eval") != "eval":
+        raise ConfigError(
+            f"{run} is a {fp.get('job')} folder; `report` rebuilds `stratagem eval` folders "
+            "(a tournament writes its tables itself when rerun)"
+        )
+    scan_traces(run / TRACES)  # a bad line or a duplicate episode is an error, not a count
     game = get_game(fp["game"], **fp.get("game_params", {}))
     normalise = fp.get("normalise", False)
     traces = read_traces(run / TRACES)
+    other = next((t for t in traces if t.game != game.name), None)
+    if other is not None:
+        raise ConfigError(
+            f"{run}/{TRACES} holds {other.game} episodes but run.json says {game.name}; "
+            "the folder was mixed up"
+        )
     metrics = sepo_metrics(traces, game, normalise=normalise)
     exact = policy = None
     stored = next((run / n for n in (POLICY, LEGACY_POLICY) if (run / n).exists()), None)
