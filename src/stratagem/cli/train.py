@@ -22,6 +22,9 @@ def gen_sft_command(
     seed: int = typer.Option(42, "--seed", "-s"),
 ) -> None:
     """Write SFT datasets (App. H sizes, 80/20 split, chat `messages` JSONL + dataset card)."""
+    from stratagem.runs import check_out_path
+
+    check_out_path(out)
     names = [d.strip() for d in datasets.split(",") if d.strip()]
     for name in names:
         if name not in DATASETS:
@@ -116,11 +119,12 @@ def sepo_command(
     """SEPO-GRPO; resumes from the newest complete checkpoint. Comma-separated values of one of
     --penalty, --normalisation or --credit run an ablation: one arm per value in OUT/<name>-<value>,
     compared in OUT/ablation.md, .csv and .png."""
-    from stratagem.games import get_game
     from stratagem.training.ablation import AXES, last_checkpoint_markdown, run_ablation
     from stratagem.training.sepo import SEPOArgs, train_sepo
 
-    get_game(game)
+    _check_sepo_options(
+        game, adapter, steps, rollouts, max_new_tokens, checkpoint_every, eval_episodes
+    )
     given = {"credit": credit, "normalisation": normalisation, "penalty": penalty}
     values = {
         name: [v.strip() for v in text.split(",") if v.strip()] for name, text in given.items()
@@ -171,3 +175,33 @@ def sepo_command(
             f"best by Safety J: step {chosen['step']} (evaluate with: stratagem eval --game "
             f"{game} --agent hf --adapter {stack})"
         )
+
+
+def _check_sepo_options(
+    game: str,
+    adapter: str | None,
+    steps: int,
+    rollouts: int,
+    max_new_tokens: int,
+    checkpoint_every: int,
+    eval_episodes: int,
+) -> None:
+    """Refuse, before any model loads, what SEPO cannot train or would silently misread."""
+    from stratagem.games import GAMES, get_game
+    from stratagem.metrics.sepo import SEPOGame
+
+    if not isinstance(get_game(game), SEPOGame):
+        sepo_games = [n for n in GAMES if isinstance(get_game(n), SEPOGame)]
+        raise ConfigError(f"SEPO trains only the SEPO games ({', '.join(sepo_games)}), not {game}")
+    for name, value, least in (
+        ("--steps", steps, 0),
+        ("--rollouts", rollouts, 1),
+        ("--max-new-tokens", max_new_tokens, 1),
+        ("--checkpoint-every", checkpoint_every, 1),
+        ("--eval-episodes", eval_episodes, 0),
+    ):
+        if value < least:
+            raise ConfigError(f"{name} must be at least {least}, got {value}")
+    for folder in (adapter or "").split(","):
+        if folder and not Path(folder).is_dir():
+            raise ConfigError(f"--adapter {folder}: no such adapter folder")
