@@ -2,12 +2,18 @@
 
 Each request pops the next action from ``actions`` (the last one repeats), or calls ``handler``:
 ``("ok", content)``, ``("ok", content, finish_reason)``, ``("status", code, headers)``,
-``("sleep", seconds)``, ``("raw", body_bytes)``, ``("body", json_obj)``. It counts requests and the
-most requests it ever had in flight at once.
+``("sleep", seconds)``, ``("raw", body_bytes)``, ``("body", json_obj)``, and hostile ones:
+``("trickle", seconds_per_byte)`` (a completion sent one byte at a time),
+``("trickle_headers", seconds_per_byte)`` (the status line and headers too),
+``("huge", content_chars, send_length)`` (a completion of that many characters, written in
+pieces so the server never holds it; ``send_length=False`` omits Content-Length),
+``("gzip", body_bytes)`` (gzip-encoded). It counts requests and the most requests it ever had in
+flight at once, and keeps each request's arrival time and headers.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 import time
@@ -40,6 +46,8 @@ class FaultServer:
         self.handler = handler
         self.delay = delay
         self.requests: list[dict] = []
+        self.arrivals: list[float] = []  # time.monotonic() when each request arrived
+        self.headers: list[dict[str, str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -54,6 +62,8 @@ class FaultServer:
                 request = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.requests.append(request)
+                    server.arrivals.append(time.monotonic())
+                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                     index = len(server.requests) - 1
@@ -85,6 +95,19 @@ class FaultServer:
                     self._send(200, json.dumps(action[1]).encode())
                 elif kind == "raw":
                     self._send(200, action[1])
+                elif kind == "trickle":
+                    self._trickle(json.dumps(completion("DEFECT")).encode(), action[1])
+                elif kind == "trickle_headers":
+                    body = json.dumps(completion("DEFECT")).encode()
+                    head = (
+                        b"HTTP/1.0 200 OK\r\ncontent-type: application/json\r\n"
+                        + f"content-length: {len(body)}\r\n\r\n".encode()
+                    )
+                    self._trickle(head + body, action[1], raw=True)
+                elif kind == "huge":
+                    self._huge(action[1], action[2])
+                elif kind == "gzip":
+                    self._send(200, gzip.compress(action[1]), {"content-encoding": "gzip"})
                 elif kind == "status":
                     headers = action[2] if len(action) > 2 else {}
                     self._send(
@@ -92,6 +115,31 @@ class FaultServer:
                         json.dumps({"error": {"message": f"fault {action[1]}"}}).encode(),
                         headers,
                     )
+
+            def _trickle(self, data, seconds_per_byte, raw=False):
+                if not raw:
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.flush()
+                for i in range(len(data)):
+                    self.wfile.write(data[i : i + 1])
+                    self.wfile.flush()
+                    time.sleep(seconds_per_byte)
+
+            def _huge(self, chars, send_length):
+                head, tail = json.dumps(completion("<>")).encode().split(b"<>")
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                if send_length:
+                    self.send_header("content-length", str(len(head) + chars + len(tail)))
+                self.end_headers()
+                self.wfile.write(head)
+                piece = b"A" * 2**20
+                for start in range(0, chars, len(piece)):
+                    self.wfile.write(piece[: min(len(piece), chars - start)])
+                self.wfile.write(tail)
 
             def _send(self, code, body, headers=None):
                 self.send_response(code)

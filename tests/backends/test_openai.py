@@ -128,14 +128,16 @@ def test_invalid_json_is_retried_then_recorded():
     assert gen.finish_reason == "error" and len(s.requests) == 2
 
 
-def test_lone_surrogate_and_huge_bodies_survive():
+def test_lone_surrogate_survives_and_a_huge_body_is_a_recorded_error():
     body = json.dumps(completion("x")).replace('"x"', '"bad \\ud800 DEFECT"').encode()
     with FaultServer([("raw", body)]) as s:
         gen = one(backend(s))
     assert gen.text.endswith("DEFECT") and "\ud800" not in gen.text
+    # a 10 MB body is over the size limit (RELIABILITY B5b): refused, not retried, not a crash
     with FaultServer([("ok", "A" * 10_000_000 + "\nDEFECT")]) as s:
         gen = one(backend(s))
-    assert gen.text.endswith("DEFECT")
+    assert gen.finish_reason == "error" and "KiB limit" in gen.info["error"]
+    assert len(s.requests) == 1
 
 
 def test_cache_key_has_what_changes_the_output_and_nothing_else(tmp_path):

@@ -19,11 +19,14 @@ from typing import Any
 
 
 def cache_key(**parts: Any) -> str:
+    """A sha256 hex digest of ``parts`` as canonical JSON: equal parts, equal key."""
     text = json.dumps(parts, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 class ResponseCache:
+    """JSON objects by key in one SQLite file, safe across threads and processes."""
+
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -39,6 +42,8 @@ class ResponseCache:
         )
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The object stored under ``key``, or ``None`` for a miss or a corrupt entry (which
+        also warns)."""
         with self._lock:
             row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
         if row is None:
@@ -57,6 +62,8 @@ class ResponseCache:
             return None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
+        """Store ``value`` under ``key`` in one transaction, replacing any older entry. Raises
+        ``ValueError`` for a value that is not strict JSON (NaN, infinity)."""
         text = json.dumps(value, ensure_ascii=True, allow_nan=False)
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
@@ -70,5 +77,6 @@ class ResponseCache:
             return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
+        """Close the database; the cache is unusable after."""
         with self._lock:
             self._db.close()

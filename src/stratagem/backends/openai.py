@@ -3,40 +3,71 @@ RELIABILITY B and C.
 
 - Retries exactly the retryable failures (408, 409, 429, 5xx, timeouts, connection errors, a 200
   whose body is not JSON) with exponential backoff and jitter, honouring ``Retry-After`` /
-  ``retry-after-ms`` up to a cap. The client's own retries are off, so ``max_retries`` is the
-  whole budget; ``retry_timeout`` bounds the total time of one request.
+  ``retry-after-ms`` up to a cap (an unusable value — negative, NaN, garbage — counts as absent).
+  The client's own retries are off, so ``max_retries`` is the whole budget; ``retry_timeout``
+  bounds the total time of one request.
 - 401/403 stop the run at once with a message naming the URL and the key's variable; other 4xx
   end that decision's episode as an error, never the whole run.
+- Hostile servers are bounded where responses are read, for every call alike. The official
+  async ``openai`` client runs on the backend's own event loop, so each attempt has one deadline
+  for the whole response — connect, headers and body — and a server trickling a byte a second
+  is cut at ``attempt_timeout`` (B3b; httpx's timeouts only bound the gap between two reads).
+  The HTTP client handed to it refuses a body while it streams in once it passes
+  ``max_response_bytes`` (8 MiB), or a tighter limit that grows with the ``max_tokens`` asked
+  for (B5b).
+- Completion text is capped at ``CHARS_PER_TOKEN`` characters per requested token before it is
+  parsed, cached or traced (finish reason ``truncated``), so a server that ignores
+  ``max_tokens`` cannot fill memory, the cache or the traces.
 - Malformed successes (null content, empty choices, truncation) become recorded generations.
-- At most ``concurrency`` requests are in flight; each request has a per-attempt timeout.
+- At most ``concurrency`` requests are in flight.
 - Responses are cached (``cache.py``) keyed by everything that changes them, including the
   per-decision seed. API keys are read from the environment and never written anywhere.
 - Action probabilities use the endpoint's logprobs when offered, else a constrained re-ask.
+
+Departure: the backend's ``stop`` checks are ignored — a non-streamed completion cannot be
+stopped on a Python check, so callers parse the whole (capped) answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 import os
 import random
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
-from stratagem.agents.parsing import parse_action
-from stratagem.backends.base import Chat, Generation, Sampling
+from stratagem.backends.base import Chat, Generation, Sampling, StopCheck
 from stratagem.backends.cache import ResponseCache, cache_key
-from stratagem.errors import StratagemError
+from stratagem.errors import ConfigError, StratagemError
+from stratagem.parsing import parse_action
 
 RETRYABLE_STATUS = {408, 409, 429}
 FATAL_STATUS = {401, 403}
 MAX_RETRY_AFTER_SECONDS = 60.0
+MAX_RESPONSE_BYTES = 8 * 2**20  # response bodies are refused above this, whatever was asked
+BASE_RESPONSE_BYTES = 256 * 2**10  # ... and above this plus BYTES_PER_TOKEN per max_tokens
+BYTES_PER_TOKEN = 2**10
+CHARS_PER_TOKEN = 16  # completion text kept per requested token (a token is ~4 characters)
 
 
 class BackendFatalError(StratagemError):
     """Every call would fail the same way (bad key, no access): stop the run."""
+
+
+class ResponseRefused(Exception):
+    """A response refused while it streamed in: a body over the byte cap, or compressed."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(f"HTTP {status} response refused: {reason}")
+        self.status = status
 
 
 class _Retryable(Exception):
@@ -52,6 +83,23 @@ class _Failed(Exception):
 
 
 class OpenAIBackend:
+    """A chat model behind an OpenAI-compatible endpoint, called through the official client.
+
+    Args:
+        model: the endpoint's model name.
+        base_url: an ``http://`` or ``https://`` URL with a host (checked here: a
+            ``ConfigError`` otherwise).
+        api_key_env: the environment variable holding the key (the key is never stored).
+        concurrency: most requests in flight at once.
+        max_retries: retries after the first attempt; the whole budget.
+        attempt_timeout: seconds one attempt may take, whole response included.
+        retry_timeout: seconds one request may take, every attempt and wait included.
+        max_response_bytes: response bodies above this are refused as they stream in (those to
+            a request with ``max_tokens`` sooner: see ``response_byte_limit``).
+        cache: a ``ResponseCache`` or a path to one; ``None`` for no cache.
+        logprobs: ask for logprobs in ``choice_probs`` before falling back to a re-ask.
+    """
+
     def __init__(
         self,
         model: str,
@@ -64,41 +112,54 @@ class OpenAIBackend:
         retry_timeout: float = 600.0,
         backoff_seconds: float = 0.5,
         max_backoff_seconds: float = 30.0,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
         cache: ResponseCache | str | None = None,
         logprobs: bool = True,
     ):
         import openai
 
+        _check_base_url(base_url, _httpx_for(openai))
+        _check_numbers(concurrency, max_retries, attempt_timeout, max_response_bytes)
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.model_id = f"{model}@{self.base_url}"
         self.api_key_env = api_key_env
         self.concurrency = concurrency
         self.max_retries = max_retries
+        self.attempt_timeout = attempt_timeout
         self.retry_timeout = retry_timeout
         self.backoff_seconds = backoff_seconds
         self.max_backoff_seconds = max_backoff_seconds
         self.logprobs = logprobs
         self.cache = ResponseCache(cache) if isinstance(cache, str | os.PathLike) else cache
-        self._client = openai.OpenAI(
+        # The client lives on its own event loop so that a deadline can cancel an attempt
+        # wherever it waits; the workers below block on it, one attempt each.
+        self._loop = asyncio.new_event_loop()
+        threading.Thread(target=_serve, args=(self._loop,), daemon=True).start()
+        weakref.finalize(self, _stop, self._loop)
+        self._client = openai.AsyncOpenAI(
             base_url=self.base_url,
             api_key=os.environ.get(api_key_env) or "not-needed",
             max_retries=0,  # our loop is the whole retry budget
-            timeout=attempt_timeout,  # per attempt: connect and read
+            timeout=attempt_timeout,
+            http_client=bounded_http_client(max_response_bytes),
         )
         self._openai = openai
         self._pool = ThreadPoolExecutor(max_workers=concurrency)
         self._jitter = random.Random(0)
-        self._jitter_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._closed = False
         self.requests = 0  # HTTP attempts made (for tests and the run manifest)
         self.supports_tools = True  # native JSON tool calls (passed as ``tools=``)
 
     @classmethod
     def from_options(cls, model: str, options: Any) -> OpenAIBackend:
+        """Build from the CLI's agent options (``--base-url``, ``--api-key-env``, ...), with the
+        shared response cache."""
         from stratagem.backends.embedded import cache_root
 
         if not options.base_url:
-            raise StratagemError("openai:MODEL needs --base-url (an OpenAI-compatible endpoint)")
+            raise ConfigError("openai:MODEL needs --base-url (an OpenAI-compatible endpoint)")
         return cls(
             model,
             options.base_url,
@@ -114,11 +175,20 @@ class OpenAIBackend:
         chats: Sequence[Chat],
         sampling: Sampling,
         *,
-        legal=None,
-        seeds=None,
-        done=None,
-        tools=None,
-    ):
+        seeds: Sequence[int] | None = None,
+        stop: Sequence[StopCheck | None] | None = None,
+        tools: list | None = None,
+    ) -> list[Generation]:
+        """One generation per chat, in order. A call that fails after its retries is a
+        generation with ``finish_reason="error"`` and ``info["error"]``; only a refused key
+        (``BackendFatalError``) raises.
+
+        ``stop`` is accepted for the backend contract and ignored: the endpoint returns whole
+        completions (no streaming), so it cannot stop on a Python check mid-answer. Answers are
+        still bounded by ``max_new_tokens`` and, should the server ignore that, by the
+        ``CHARS_PER_TOKEN`` cap. ``tools`` are JSON tool schemas passed on to the endpoint; its
+        native calls come back in ``info["tool_calls"]``.
+        """
         seeds = list(seeds) if seeds is not None else [None] * len(chats)
         jobs = [
             self._pool.submit(self._complete, chat, sampling, seed, tools)
@@ -150,19 +220,9 @@ class OpenAIBackend:
             messages=messages,
             params=params,
         )
-        if self.cache is not None and (hit := self.cache.get(key)) is not None:
-            return Generation(
-                text=hit["text"],
-                tokens=hit.get("tokens", 0),
-                prompt_tokens=hit.get("prompt_tokens", 0),
-                finish_reason=hit.get("finish_reason", "stop"),
-                info={
-                    "cached": True,
-                    "tool_calls": hit.get("tool_calls"),
-                    "system_fingerprint": hit.get("fingerprint"),
-                    "original_seconds": hit.get("seconds"),
-                },
-            )
+        max_chars = CHARS_PER_TOKEN * sampling.max_new_tokens
+        if self.cache is not None and (hit := _from_cache(self.cache.get(key), max_chars)):
+            return hit
         start = time.perf_counter()
         try:
             body, retries = self._request(messages=messages, **params)
@@ -174,7 +234,7 @@ class OpenAIBackend:
                 info={"error": str(exc), "http_status": exc.status},
             )
         seconds = time.perf_counter() - start
-        gen = _generation(body, seconds, retries)
+        gen = _generation(body, seconds, retries, max_chars)
         complete = gen.finish_reason in ("stop", "action") and (
             gen.text != "" or bool(gen.info.get("tool_calls"))
         )
@@ -199,7 +259,8 @@ class OpenAIBackend:
         retries: list[Any] = []
         for attempt in range(self.max_retries + 1):
             try:
-                return self._attempt(**kwargs), retries
+                seconds = min(self.attempt_timeout, deadline - time.monotonic())
+                return self._attempt(seconds, **kwargs), retries
             except _Retryable as exc:
                 retries.append(exc.status or str(exc))
                 last = exc
@@ -212,16 +273,23 @@ class OpenAIBackend:
         reason = "timeout" if "timed out" in str(last).lower() else str(last)
         raise _Failed(f"{reason} after {len(retries)} attempts", last.status)
 
-    def _attempt(self, **kwargs: Any) -> dict[str, Any]:
+    def _attempt(self, seconds: float, **kwargs: Any) -> dict[str, Any]:
+        """One HTTP attempt, the whole response read within ``seconds``; its JSON body."""
         openai = self._openai
-        self.requests += 1
+        with self._lock:
+            self.requests += 1
         try:
-            raw = self._client.chat.completions.with_raw_response.create(model=self.model, **kwargs)
-            text = raw.http_response.text
-        except openai.APITimeoutError as exc:
+            if seconds <= 0:
+                raise TimeoutError
+            pending = asyncio.run_coroutine_threadsafe(self._post(seconds, kwargs), self._loop)
+            text = pending.result().text
+            del pending  # the body's bytes go before its text is parsed: less memory at peak
+        except (TimeoutError, openai.APITimeoutError) as exc:
             raise _Retryable("request timed out") from exc
         except openai.APIConnectionError as exc:
             raise _Retryable(f"connection error: {exc}") from exc
+        except ResponseRefused as exc:
+            raise _Failed(str(exc), exc.status) from exc
         except openai.APIStatusError as exc:
             status = exc.status_code
             if status in FATAL_STATUS:
@@ -234,20 +302,32 @@ class OpenAIBackend:
             raise _Failed(f"HTTP {status}: {_short(exc.message)}", status) from exc
         try:
             body = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: absurdly nested JSON
             raise _Retryable("200 with a body that is not JSON") from exc
         if not isinstance(body, dict):
             raise _Retryable("200 with a JSON body that is not an object")
         return body
 
+    async def _post(self, seconds: float, kwargs: dict[str, Any]) -> Any:
+        """The HTTP response to one POST, read whole (and capped) within ``seconds``."""
+        async with asyncio.timeout(seconds):
+            raw = await self._client.chat.completions.with_raw_response.create(
+                model=self.model, **kwargs
+            )
+            return raw.http_response
+
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(retry_after, MAX_RETRY_AFTER_SECONDS)
-        with self._jitter_lock:
+        with self._lock:
             jitter = self._jitter.uniform(0.5, 1.0)
         return min(self.backoff_seconds * 2**attempt, self.max_backoff_seconds) * jitter
 
-    def choice_probs(self, chats: Sequence[Chat], choices: Sequence[tuple[str, ...]]):
+    def choice_probs(
+        self, chats: Sequence[Chat], choices: Sequence[tuple[str, ...]]
+    ) -> list[dict[str, float]]:
+        """For each chat, a distribution over its choices: the endpoint's first-token logprobs
+        when offered, else a one-hot from a constrained re-ask (uniform if that fails too)."""
         jobs = [
             self._pool.submit(self._choice_probs, chat, cs)
             for chat, cs in zip(chats, choices, strict=True)
@@ -277,102 +357,305 @@ class OpenAIBackend:
         return {c: float(c == token) for c in choices}
 
     def close(self) -> None:
+        """Cancel what is queued or in flight, close connections and the cache; idempotent.
+        The backend is unusable after."""
+        if self._closed:
+            return
+        self._closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)
-        if self.cache is not None:
-            self.cache.close()
+        try:
+            asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=5)
+        finally:
+            _stop(self._loop)
+            if self.cache is not None:
+                self.cache.close()
+
+    async def _shutdown(self) -> None:
+        for task in asyncio.all_tasks():  # in-flight attempts: their waiting workers get errors
+            if task is not asyncio.current_task():
+                task.cancel()
+        await self._client.close()
 
 
-def _generation(body: dict[str, Any], seconds: float, retries: list[Any]) -> Generation:
-    info: dict[str, Any] = {"system_fingerprint": body.get("system_fingerprint")}
-    if retries:
-        info["retries"] = retries
-    usage = body.get("usage") or {}
-    choices = body.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return Generation(
-            "", finish_reason="empty", seconds=seconds, info={**info, "malformed": "no choices"}
-        )
-    choice = choices[0]
-    message = choice.get("message") or {}
-    content = message.get("content") if isinstance(message, dict) else None
-    finish = choice.get("finish_reason")
-    calls = _tool_calls(message)
-    if calls:
-        info["tool_calls"] = calls
-        return Generation(
-            content if isinstance(content, str) else "",
-            finish_reason="stop",
-            seconds=seconds,
-            info={**info, "api_finish_reason": finish},
-        )
-    if not isinstance(content, str) or not content:
-        reason = "null content" if content is None else "empty content"
-        return Generation(
-            "",
-            finish_reason="empty",
-            seconds=seconds,
-            info={**info, "malformed": reason, "api_finish_reason": finish},
-        )
-    content = content.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
-    return Generation(
-        text=content,
-        tokens=int(tokens) if isinstance(tokens, int) else len(content.split()),
-        prompt_tokens=int(usage.get("prompt_tokens", 0) or 0) if isinstance(usage, dict) else 0,
-        finish_reason="length"
-        if finish == "length"
-        else "stop"
-        if finish in (None, "stop")
-        else "error",
-        seconds=seconds,
-        info={**info, "api_finish_reason": finish},
+def bounded_http_client(max_response_bytes: int = MAX_RESPONSE_BYTES) -> Any:
+    """The openai SDK's default async HTTP client, refusing (``ResponseRefused``) any response
+    body over ``response_byte_limit`` as it streams in, before it is held in memory.
+
+    A ``Content-Length`` over the limit is refused before the body is read. Compression is
+    declined (``Accept-Encoding: identity``) and a compressed answer refused, so the limit also
+    bounds the decoded body (a small gzip body can inflate a thousandfold).
+    """
+    import openai
+
+    httpx = _httpx_for(openai)
+
+    class CappedStream(httpx.AsyncByteStream):
+        def __init__(self, stream: Any, status: int, limit: int):
+            self._stream, self._status, self._limit = stream, status, limit
+
+        async def __aiter__(self):
+            received = 0
+            async for chunk in self._stream:
+                received += len(chunk)
+                if received > self._limit:
+                    raise ResponseRefused(self._status, _over(self._limit))
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._stream.aclose()
+
+    async def cap_body(response: Any) -> None:
+        try:
+            request_body = response.request.content
+        except httpx.RequestNotRead:  # a streamed request (not ours): only the overall cap
+            request_body = b""
+        limit = response_byte_limit(request_body, max_response_bytes)
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        length = response.headers.get("content-length", "").strip()
+        if encoding not in ("", "identity"):
+            raise ResponseRefused(response.status_code, f"{_short(encoding)}-encoded, not identity")
+        if length.isdigit() and int(length) > limit:
+            raise ResponseRefused(response.status_code, _over(limit))
+        response.stream = CappedStream(response.stream, response.status_code, limit)
+
+    return openai.DefaultAsyncHttpxClient(
+        headers={"Accept-Encoding": "identity"}, event_hooks={"response": [cap_body]}
     )
 
 
-def _tool_calls(message: Any) -> list[dict[str, Any]] | None:
-    """``[{"name", "arguments"}]`` from a message's native tool calls (arguments left as text)."""
-    if not isinstance(message, dict) or not isinstance(message.get("tool_calls"), list):
+def response_byte_limit(request_body: bytes, max_response_bytes: int = MAX_RESPONSE_BYTES) -> int:
+    """The most bytes a response to this request body may have: ``BASE_RESPONSE_BYTES`` plus
+    ``BYTES_PER_TOKEN`` per ``max_tokens`` the request asks for, and at most
+    ``max_response_bytes`` (all of it without a ``max_tokens``).
+
+    A real answer needs about 100 bytes per token (16 characters, JSON-escaped), so a limit
+    per request keeps ``concurrency`` hostile answers at once from costing much memory.
+    """
+    try:
+        max_tokens = json.loads(request_body).get("max_tokens")
+    except (ValueError, AttributeError, RecursionError):
+        max_tokens = None
+    if isinstance(max_tokens, int) and max_tokens > 0:
+        return min(max_response_bytes, BASE_RESPONSE_BYTES + BYTES_PER_TOKEN * max_tokens)
+    return max_response_bytes
+
+
+def _over(limit: int) -> str:
+    return f"body over the {limit / 2**10:.0f} KiB limit (does the server ignore max_tokens?)"
+
+
+def _httpx_for(openai: Any) -> Any:
+    """The httpx flavour the installed openai SDK is built on (``httpx2`` from openai 3)."""
+    if hasattr(openai, "DefaultAsyncHttpx2Client"):
+        import httpx2
+
+        return httpx2
+    import httpx
+
+    return httpx
+
+
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_forever()
+    finally:
+        loop.close()
+
+
+def _stop(loop: asyncio.AbstractEventLoop) -> None:
+    try:
+        loop.call_soon_threadsafe(loop.stop)
+    except RuntimeError:  # already closed
+        pass
+
+
+def _check_base_url(base_url: str, httpx: Any) -> None:
+    """Raise ``ConfigError`` unless the client's own URL parser reads ``base_url`` as an
+    ``http://`` or ``https://`` URL with a host."""
+    try:
+        url = httpx.URL(base_url)
+        usable = url.scheme in ("http", "https") and bool(url.host)
+    except (httpx.InvalidURL, TypeError):
+        usable = False
+    if not usable:
+        raise ConfigError(
+            f"base URL {base_url!r} is not an http:// or https:// URL with a host; pass one "
+            "such as --base-url http://127.0.0.1:8000/v1"
+        )
+
+
+def _check_numbers(
+    concurrency: int, max_retries: int, attempt_timeout: float, max_response_bytes: int
+) -> None:
+    """Raise ``ConfigError`` for a setting no backend could work with."""
+    for name, value, least in [
+        ("concurrency", concurrency, 1),
+        ("max_retries", max_retries, 0),
+        ("max_response_bytes", max_response_bytes, 1),
+    ]:
+        if value < least:
+            raise ConfigError(f"{name} must be at least {least}, not {value}")
+    if not attempt_timeout > 0:
+        raise ConfigError(
+            f"attempt_timeout must be a positive number of seconds, not {attempt_timeout}"
+        )
+
+
+def _generation(
+    body: dict[str, Any], seconds: float, retries: list[Any], max_chars: int
+) -> Generation:
+    """The generation a chat-completion body describes. Its text (content and tool-call
+    arguments together) is cut to ``max_chars``, with finish reason ``truncated``."""
+    info: dict[str, Any] = {"system_fingerprint": _short_or_none(body.get("system_fingerprint"))}
+    if retries:
+        info["retries"] = retries
+    choices = body.get("choices")
+    if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)):
+        return Generation(
+            "", finish_reason="empty", seconds=seconds, info={**info, "malformed": "no choices"}
+        )
+    message = choices[0].get("message")
+    message = message if isinstance(message, dict) else {}
+    finish = _short_or_none(choices[0].get("finish_reason"))
+    info["api_finish_reason"] = finish
+    raw = message.get("content")
+    content = _clean(raw[:max_chars]) if isinstance(raw, str) else ""
+    calls, call_chars = _tool_calls(message, max_chars - len(content))
+    received = (len(raw) if isinstance(raw, str) else 0) + call_chars
+    if received > max_chars:
+        info["truncated_from_chars"] = received
+    if calls:
+        info["tool_calls"] = calls
+    elif not content:
+        info["malformed"] = "null content" if raw is None else "empty content"
+        return Generation("", finish_reason="empty", seconds=seconds, info=info)
+    if received > max_chars:
+        reason = "truncated"
+    elif calls or finish in (None, "stop"):
+        reason = "stop"
+    else:
+        reason = "length" if finish == "length" else "error"
+    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+    tokens = _count(usage.get("completion_tokens"))
+    return Generation(
+        text=content,
+        tokens=tokens if tokens is not None else len(content.split()),
+        prompt_tokens=_count(usage.get("prompt_tokens")) or 0,
+        finish_reason=reason,  # type: ignore[arg-type]  # "truncated": see base.FinishReason
+        seconds=seconds,
+        info=info,
+    )
+
+
+def _from_cache(hit: dict[str, Any] | None, max_chars: int) -> Generation | None:
+    """The generation a cache entry holds, its text capped like a fresh one's (entries written
+    before the cap existed may be huge); ``None`` for a miss or an entry without text."""
+    if hit is None or not isinstance(hit.get("text"), str):
         return None
-    calls = []
-    for call in message["tool_calls"]:
+    text = hit["text"][:max_chars]
+    calls = hit.get("tool_calls") if isinstance(hit.get("tool_calls"), list) else None
+    if calls is not None:
+        wrapped = {"tool_calls": [{"function": c} for c in calls]}
+        calls, _ = _tool_calls(wrapped, max_chars - len(text))
+    return Generation(
+        text=text,
+        tokens=_count(hit.get("tokens")) or 0,
+        prompt_tokens=_count(hit.get("prompt_tokens")) or 0,
+        finish_reason="action" if hit.get("finish_reason") == "action" else "stop",
+        info={
+            "cached": True,
+            "tool_calls": calls,
+            "system_fingerprint": _short_or_none(hit.get("fingerprint")),
+            "original_seconds": hit.get("seconds"),
+        },
+    )
+
+
+def _tool_calls(message: dict[str, Any], max_chars: int) -> tuple[list[dict[str, Any]] | None, int]:
+    """``[{"name", "arguments"}]`` from a message's native tool calls (arguments as JSON text),
+    names and arguments cut to ``max_chars`` in all; and how many characters the server sent."""
+    raw_calls = message.get("tool_calls")
+    calls, received, left = [], 0, max_chars
+    for call in raw_calls if isinstance(raw_calls, list) else []:
         fn = call.get("function") if isinstance(call, dict) else None
-        if isinstance(fn, dict):
-            calls.append({"name": fn.get("name"), "arguments": fn.get("arguments", "{}")})
-    return calls or None
+        if not isinstance(fn, dict):
+            continue
+        name = fn.get("name") if isinstance(fn.get("name"), str) else ""
+        arguments = fn.get("arguments", "{}")
+        if not isinstance(arguments, str):  # some servers send an object
+            try:
+                arguments = json.dumps(arguments)
+            except (TypeError, ValueError, RecursionError):
+                arguments = ""
+        received += len(name) + len(arguments)
+        if left > 0:
+            name = _clean(name[:left])
+            arguments = _clean(arguments[: left - len(name)])
+            left -= len(name) + len(arguments)
+            calls.append({"name": name or None, "arguments": arguments})
+    return calls or None, received
 
 
 def _logprob_distribution(
     body: dict[str, Any], choices: tuple[str, ...]
 ) -> dict[str, float] | None:
     """Mass of the top first tokens that begin each choice (and only it), renormalised."""
-    import math
-
     try:
         top = body["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
     except (KeyError, IndexError, TypeError):
         return None
     mass = dict.fromkeys(choices, 0.0)
-    for entry in top:
-        piece = str(entry.get("token", "")).strip().upper()
-        if not piece:
+    for entry in top if isinstance(top, list) else []:
+        if not isinstance(entry, dict):
             continue
-        matches = [c for c in choices if c.upper().startswith(piece)]
-        if len(matches) == 1:
-            mass[matches[0]] += math.exp(float(entry.get("logprob", -math.inf)))
+        piece = str(entry.get("token", ""))[:200].strip().upper()
+        try:
+            logprob = float(entry.get("logprob", -math.inf))
+        except (TypeError, ValueError):
+            continue
+        matches = [c for c in choices if piece and c.upper().startswith(piece)]
+        if len(matches) == 1 and logprob <= 0:  # a positive or NaN logprob is no probability
+            mass[matches[0]] += math.exp(logprob)
     total = sum(mass.values())
     return {c: m / total for c, m in mass.items()} if total > 0 else None
 
 
 def _retry_after(response: Any) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms``, or ``Retry-After`` in seconds or
+    as an HTTP date); ``None`` when absent or unusable (negative, NaN, infinite, garbage)."""
     headers = getattr(response, "headers", None) or {}
     try:
         if "retry-after-ms" in headers:
-            return float(headers["retry-after-ms"]) / 1000
-        if "retry-after" in headers:
-            return float(headers["retry-after"])
-    except ValueError:
+            seconds = float(headers["retry-after-ms"]) / 1000
+        elif "retry-after" in headers:
+            value = headers["retry-after"]
+            try:
+                seconds = float(value)
+            except ValueError:
+                when = parsedate_to_datetime(value)
+                if when.tzinfo is None:
+                    when = when.replace(tzinfo=UTC)
+                seconds = (when - datetime.now(UTC)).total_seconds()
+        else:
+            return None
+    except (TypeError, ValueError, OverflowError):
         return None
-    return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _count(value: Any) -> int | None:
+    """A token count from a usage field, or ``None`` when it is not a non-negative integer."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _clean(text: str) -> str:
+    r"""The text with lone surrogates (JSON allows ``"\ud800"``) replaced: valid UTF-8."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def _short_or_none(value: Any) -> str | None:
+    return _short(_clean(value)) if isinstance(value, str) else None
 
 
 def _short(text: str, limit: int = 200) -> str:
