@@ -186,11 +186,10 @@ class RunFolder:
                     on_error="record",
                     on_finish=on_episode,
                 ):
-                    try:
-                        writer.write(trace)
-                    except OSError as exc:
-                        raise _fs_error(exc, self.traces_path) from None
+                    writer.write(trace)
                     errors += trace.status != "complete"
+        except OSError as exc:  # a full disk, a folder gone read-only: finished lines are kept
+            raise _fs_error(exc, self.traces_path) from None
         except (KeyboardInterrupt, SystemExit):
             self.finish("interrupted")
             raise
