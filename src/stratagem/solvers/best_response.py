@@ -24,12 +24,31 @@ from stratagem.solvers.tree import (
     Node,
     Policy,
     expected_returns,
+    walk,
     weights,
 )
 
 
 def best_response_value(root: Node, player: int, policy: Policy) -> float:
     """Returns the value ``player`` earns by best-responding to the other player's ``policy``."""
+    return _best_response(root, player, policy)[0]
+
+
+def best_response_policy(root: Node, player: int, policy: Policy) -> dict[str, dict[str, float]]:
+    """Returns a pure best response of ``player`` to the other player's ``policy``, as
+    ``infoset -> {action: 1.0}`` for every information set of the player (those its own
+    choices never reach get their first action)."""
+    _, choice = _best_response(root, player, policy)
+    out = {}
+    for node in walk(root):
+        if node.player == player and node.infoset() not in out:
+            key = node.infoset()
+            out[key] = {choice.get(key, node.actions()[0]): 1.0}
+    return out
+
+
+def _best_response(root: Node, player: int, policy: Policy) -> tuple[float, dict[str, str]]:
+    """The best-response value, and the action chosen at each information set visited."""
     members: dict[str, list[tuple[Node, float]]] = defaultdict(list)
     _collect(root, player, policy, 1.0, members)
     choice: dict[str, str] = {}
@@ -53,7 +72,7 @@ def best_response_value(root: Node, player: int, policy: Policy) -> float:
             choice[key] = actions[max(range(len(actions)), key=totals.__getitem__)]
         return choice[key]
 
-    return value(root)
+    return value(root), choice
 
 
 def _collect(

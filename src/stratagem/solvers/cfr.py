@@ -62,19 +62,19 @@ ALGORITHMS: dict[str, Variant] = {"cfr": CFR, "cfr+": CFR_PLUS}
 class Blocks:
     """Consecutive runs of slots (one run per information set) and how to sum each run.
 
-    ``pad`` lists each block's slots down its column, padded with ``S`` (a slot that holds 0), so
-    ``np.add.reduce(x[pad], axis=0)`` adds each block left to right, as a Python ``sum`` does;
-    ``np.add.reduceat`` would pair the terms differently and round differently.
+    ``pad`` lists each block's slots down its column, padded with ``S``, a slot that must hold 0:
+    ``np.add.reduce(x[pad], axis=0)`` then adds each block left to right, as a Python ``sum``
+    does; ``np.add.reduceat`` would pair the terms differently and round differently.
     """
 
     slots: np.ndarray  # (M,) the slots of the blocks, block by block
     pad: np.ndarray  # (A, K) the slots of each block in its column, padded with S
     block: np.ndarray  # (M,) the block of each slot of ``slots``
-    sizes: np.ndarray  # (M,) the size of the block of each slot of ``slots``
+    uniform: np.ndarray  # (M,) 1 / the size of each slot's block
 
     @classmethod
     def of(cls, slot_start: np.ndarray, infosets: np.ndarray) -> Blocks:
-        """The blocks of ``infosets``, whose slots run from ``slot_start[i]`` to
+        """Returns the blocks of ``infosets``, whose slots run from ``slot_start[i]`` to
         ``slot_start[i + 1]``."""
         starts, ends = slot_start[infosets], slot_start[infosets + 1]
         sizes = ends - starts  # (K,)
@@ -82,12 +82,7 @@ class Blocks:
         legal = offsets[:, None] < sizes[None, :]  # (A, K)
         pad = np.where(legal, starts[None, :] + offsets[:, None], int(slot_start[-1]))
         block = np.repeat(np.arange(len(infosets)), sizes)
-        return cls(
-            slots=pad.T[legal.T],
-            pad=pad,
-            block=block,
-            sizes=sizes[block],
-        )
+        return cls(slots=pad.T[legal.T], pad=pad, block=block, uniform=1.0 / sizes[block])
 
     def totals(self, values: np.ndarray) -> np.ndarray:
         """Returns (M,) the total of each slot's block; ``values`` is (S + 1,), last entry 0."""
@@ -95,32 +90,38 @@ class Blocks:
 
 
 def regret_matching(regrets: np.ndarray, blocks: Blocks) -> np.ndarray:
-    """Returns the regret-matching policy on ``blocks.slots`` for the cumulative ``regrets`` (S,).
+    """Returns the regret-matching policy on ``blocks.slots`` for cumulative ``regrets``.
 
-    Naive equivalent, per information set with regrets r: ``[max(x, 0) / t for x in r]`` where
+    ``regrets`` is (S + 1,): one entry per slot, then a 0 for the padding. Naive equivalent, per
+    information set with regrets r: ``[max(x, 0) / t for x in r]`` where
     ``t = sum(x for x in r if x > 0)``, or ``[1 / len(r)] * len(r)`` when t is 0.
     """
-    positive = np.append(np.maximum(regrets, 0.0), 0.0)  # (S + 1,)
+    positive = np.maximum(regrets, 0.0)  # (S + 1,)
     totals = blocks.totals(positive)  # (M,)
-    share = positive[blocks.slots] / np.where(totals > 0, totals, 1.0)
-    return np.where(totals > 0, share, 1.0 / blocks.sizes)
+    out = blocks.uniform.copy()
+    np.divide(positive[blocks.slots], totals, out=out, where=totals > 0)
+    return out
 
 
 def normalise(sums: np.ndarray, blocks: Blocks) -> np.ndarray:
-    """Returns ``sums`` (S,) on ``blocks.slots``, each block divided by its total, or uniform
-    where the total is 0 (naive equivalent: ``[x / sum(r) for x in r]`` per block r)."""
-    totals = blocks.totals(np.append(sums, 0.0))
-    share = sums[blocks.slots] / np.where(totals > 0, totals, 1.0)
-    return np.where(totals > 0, share, 1.0 / blocks.sizes)
+    """Returns ``sums`` on ``blocks.slots``, each block divided by its total, or uniform where
+    the total is 0. ``sums`` is (S + 1,), last entry 0. Naive equivalent, per block r:
+    ``[x / sum(r) for x in r]``, or ``[1 / len(r)] * len(r)`` when the sum is 0."""
+    totals = blocks.totals(sums)
+    out = blocks.uniform.copy()
+    np.divide(sums[blocks.slots], totals, out=out, where=totals > 0)
+    return out
 
 
 @dataclass(frozen=True)
-class _Level:
-    """The edges out of the k-th node (depth first) of each of a player's information sets."""
+class _Edges:
+    """The edges out of one player's nodes, ordered so that the edges of each slot come in the
+    depth-first order of their histories (the order in which a recursion adds them up)."""
 
-    edges: np.ndarray  # (E,) child nodes
+    nodes: np.ndarray  # (E,) child nodes
     parents: np.ndarray  # (E,) their parents
-    slots: np.ndarray  # (E,) the slot of each edge; distinct within a level
+    slots: np.ndarray  # (E,) the slot of each edge
+    nodes_then_parents: np.ndarray  # (2E,)
 
 
 class CFRSolver:
@@ -143,34 +144,45 @@ class CFRSolver:
         # the policy lives at the head of the edge-probability table: σ, chance, 1 (root)
         self._table = np.concatenate([tree.uniform(), tree.chance_probs, [1.0]])
         self.current = self._table[:s]  # (S,) σ, a view
-        self.regrets = np.zeros(s)  # (S,) R
-        self.policy_sums = np.zeros(s)  # (S,) S
+        # regrets and policy sums carry one more entry, always 0, for the padding of ``Blocks``
+        self._regrets = np.zeros(s + 1)
+        self._policy_sums = np.zeros(s + 1)
+        self.regrets = self._regrets[:s]  # (S,) R, a view
+        self.policy_sums = self._policy_sums[:s]  # (S,) S, a view
         self._all = Blocks.of(tree.slot_start, np.arange(tree.n_infosets))
         self._blocks = tuple(
             Blocks.of(tree.slot_start, np.flatnonzero(tree.infoset_player == p)) for p in (0, 1)
         )
-        self._levels = tuple(self._player_levels(p) for p in (0, 1))
-        # reach columns: player 0, player 1, chance; the root's edge (probability 1) goes to chance
-        self._column = np.where(tree.owner >= 0, tree.owner, 2)
-        self._rows = np.arange(n)
-        self._reach = np.empty((n, 3))
+        self._edges = tuple(self._player_edges(p) for p in (0, 1))
+        # reach columns: player 0, player 1, chance (the root's edge, probability 1, is chance's);
+        # ``_factor`` holds each node's edge probability in its owner's column and 1 elsewhere
+        self._cell = (np.arange(n), np.where(tree.owner >= 0, tree.owner, 2))
+        self._factor = np.ones((n, 3))
+        self._reach = np.ones((n, 3))  # the root's row stays 1
         self._value = np.zeros(n + 1)  # node n is the sentinel: always 0
         self._weighted = np.zeros(n + 1)
-        self._depths = [
-            (int(lo), int(hi), tree.parent[lo:hi])
-            for lo, hi in zip(tree.depth_start[1:-1], tree.depth_start[2:], strict=True)
+        starts = [int(x) for x in tree.depth_start]
+        deepest = max(d for d in range(len(starts) - 1) if len(tree.internal[d]))
+        # reach is needed down to the deepest internal nodes; terminals need none
+        self._down = [
+            (starts[d], starts[d + 1], tree.parent[starts[d] : starts[d + 1]])
+            for d in range(1, deepest + 1)
         ]
+        self._up = []  # (children's slice, parents' slice, padded children), deepest first
+        for d in range(deepest, -1, -1):
+            k = len(tree.internal[d])
+            if k:  # flatten puts a depth's internal nodes first
+                assert np.array_equal(tree.internal[d], np.arange(starts[d], starts[d] + k))
+                self._up.append(
+                    (starts[d + 1], starts[d + 2], starts[d], starts[d] + k, tree.children[d])
+                )
 
-    def _player_levels(self, player: int) -> tuple[_Level, ...]:
+    def _player_edges(self, player: int) -> _Edges:
         tree = self.tree
         edges = np.flatnonzero(tree.owner == player)
+        edges = edges[np.argsort(tree.visit[tree.parent[edges]], kind="stable")]
         parents = tree.parent[edges]
-        rank = tree.visit[parents]
-        levels = []
-        for k in range(int(rank.max(initial=-1)) + 1):
-            chosen = edges[rank == k]
-            levels.append(_Level(chosen, tree.parent[chosen], tree.edge[chosen]))
-        return tuple(levels)
+        return _Edges(edges, parents, tree.edge[edges], np.concatenate([edges, parents]))
 
     def iterate(self, iterations: int = 1) -> None:
         """Run ``iterations`` iterations (each updates player 0, then player 1)."""
@@ -182,33 +194,33 @@ class CFRSolver:
     def _update(self, player: int) -> None:
         tree = self.tree
         probs = self._table[tree.edge]  # (N,)
-        reach = self._reach  # (N, 3)
-        reach.fill(1.0)
-        reach[self._rows, self._column] = probs
-        for lo, hi, parents in self._depths:
-            reach[lo:hi] *= reach[parents]
+        factor, reach = self._factor, self._reach  # (N, 3) each
+        factor[self._cell] = probs
+        for lo, hi, parents in self._down:  # π(child) = π(parent) × its edge, per column
+            np.multiply(factor[lo:hi], reach[parents], out=reach[lo:hi])
         value, weighted = self._value, self._weighted  # (N + 1,) each
         value[:-1] = tree.payoffs[:, player]
-        for d in range(len(self._depths) - 1, -1, -1):
-            lo, hi, _ = self._depths[d]
+        for lo, hi, ilo, ihi, children in self._up:  # v(h) = Σ_a σ(a) v(ha), left to right
             np.multiply(probs[lo:hi], value[lo:hi], out=weighted[lo:hi])
-            value[tree.internal[d]] = np.add.reduce(weighted[tree.children[d]], axis=0)
+            np.add.reduce(weighted[children], axis=0, out=value[ilo:ihi])
+        edges = self._edges[player]
+        e = len(edges.nodes)
+        at = reach[edges.parents]  # (E, 3)
+        both = value[edges.nodes_then_parents]  # (2E,) v(ha), then v(h)
+        counterfactual = at[:, 1 - player] * at[:, 2]  # π₋ᵢ: opponent × chance
         weight = float(self.iteration) if self.variant.linear_averaging else 1.0
-        for level in self._levels[player]:  # one history per infoset at a time, depth first
-            parents = level.parents
-            counterfactual = reach[parents, 1 - player] * reach[parents, 2]  # π₋ᵢ
-            self.regrets[level.slots] += counterfactual * (value[level.edges] - value[parents])
-            own = weight * reach[parents, player]  # w_t πᵢ
-            self.policy_sums[level.slots] += own * self.current[level.slots]
+        # np.add.at adds in array order: each slot's histories one after another, depth first
+        np.add.at(self.regrets, edges.slots, counterfactual * (both[:e] - both[e:]))
+        np.add.at(self.policy_sums, edges.slots, weight * at[:, player] * self.current[edges.slots])
         if self.variant.regret_matching_plus:
-            np.maximum(self.regrets, 0.0, out=self.regrets)
+            np.maximum(self._regrets, 0.0, out=self._regrets)
         blocks = self._blocks[player]
-        self.current[blocks.slots] = regret_matching(self.regrets, blocks)
+        self.current[blocks.slots] = regret_matching(self._regrets, blocks)
 
     def average_policy_array(self) -> np.ndarray:
         """Returns (S,) the average policy over slots."""
         out = np.empty(self.tree.n_slots)
-        out[self._all.slots] = normalise(self.policy_sums, self._all)
+        out[self._all.slots] = normalise(self._policy_sums, self._all)
         return out
 
     def average_policy(self) -> dict[str, dict[str, float]]:

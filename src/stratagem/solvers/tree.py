@@ -153,13 +153,14 @@ def expected_returns(node: Node, policy: Policy) -> tuple[float, float]:
 class FlatTree:
     """A tree laid out breadth first as arrays, for vectorised solvers (built by ``flatten``).
 
-    Nodes are numbered depth by depth, and node ``N`` (one past the last) is a sentinel whose
-    value is always 0. ``children[d]`` lists, for each internal node of depth d, its children in
-    action order, padded with the sentinel: summing its rows one after the other adds each node's
-    children left to right, exactly as a recursion does. A *slot* is one (information set,
-    action) pair; an infoset's slots are consecutive. Every edge (a node with its parent) reads its
-    probability from ``table[edge[n]]``, where ``table`` is the policy over slots followed by the
-    tree's chance probabilities (and a 1 for the root).
+    Nodes are numbered depth by depth, each depth's internal nodes before its terminal ones, and
+    node ``N`` (one past the last) is a sentinel whose value is always 0. ``children[d]`` lists,
+    for each internal node of depth d, its children in action order, padded with the sentinel:
+    summing its rows one after the other adds each node's children left to right, exactly as a
+    recursion does. A *slot* is one (information set, action) pair; an infoset's slots are
+    consecutive. Every edge (a node with its parent) reads its probability from
+    ``table[edge[n]]``, where ``table`` is the policy over slots followed by the tree's chance
+    probabilities (and a 1 for the root).
     """
 
     depth_start: np.ndarray  # (D + 1,) first node of each depth, then N
@@ -168,7 +169,7 @@ class FlatTree:
     edge: np.ndarray  # (N,) index into the policy-then-chance table
     owner: np.ndarray  # (N,) player of the parent (0, 1 or CHANCE), TERMINAL at the root
     payoffs: np.ndarray  # (N, 2) returns at terminal nodes, 0 elsewhere
-    internal: tuple[np.ndarray, ...]  # per depth: its internal nodes
+    internal: tuple[np.ndarray, ...]  # per depth: its internal nodes (the depth's first ones)
     children: tuple[np.ndarray, ...]  # per depth: (K_d, len(internal[d])) children, padded with N
     visit: np.ndarray  # (N,) rank of each decision node among its infoset's nodes, depth first
     chance_probs: np.ndarray  # (C,) one entry per chance edge
@@ -241,11 +242,14 @@ def flatten(root: Node) -> FlatTree:
     inf_depths: list[set[int]] = []
     depth_start = [0]
 
-    frontier: list[tuple[Node, int, tuple[int, int]]] = [(root, -1, (-2, 0))]
+    # frontier entries: (node, parent, edge reference, position among the parent's children)
+    frontier: list[tuple[Node, int, tuple[int, int], int]] = [(root, -1, (-2, 0), 0)]
     depth = 0
     while frontier:
-        nxt: list[tuple[Node, int, tuple[int, int]]] = []
-        for node, up, ref in frontier:
+        nxt: list[tuple[Node, int, tuple[int, int], int]] = []
+        # internal nodes first, then terminals: a depth's internal nodes are one slice
+        frontier.sort(key=lambda item: item[0].player == TERMINAL)
+        for node, up, ref, position in frontier:
             n = len(player)
             player.append(node.player)
             parent.append(up)
@@ -253,11 +257,12 @@ def flatten(root: Node) -> FlatTree:
             kids.append([])
             node_infoset.append(-1)
             if up >= 0:
-                kids[up].append(n)
+                kids[up][position] = n
             payoffs.append(node.returns() if node.player == TERMINAL else (0.0, 0.0))
             if node.player == TERMINAL:
                 continue
             actions = node.actions()
+            kids[n] = [-1] * len(actions)
             if node.player == CHANCE:
                 refs = [(-1, len(chance_probs) + k) for k in range(len(actions))]
                 chance_probs.extend(node.chances())
@@ -275,7 +280,9 @@ def flatten(root: Node) -> FlatTree:
                 inf_depths[i].add(depth)
                 node_infoset[n] = i
                 refs = [(i, k) for k in range(len(actions))]
-            nxt.extend((node.child(a), n, r) for a, r in zip(actions, refs, strict=True))
+            nxt.extend(
+                (node.child(a), n, r, k) for k, (a, r) in enumerate(zip(actions, refs, strict=True))
+            )
         depth_start.append(len(player))
         frontier = nxt
         depth += 1

@@ -1,0 +1,163 @@
+"""``stratagem psro``: PSRO over a game's strategies, with the meta-strategy logged and plotted.
+
+Text games (``ipd``, ...) are simulated through ``stratagem.play`` and the oracle picks the best
+of the candidate strategies; solver games (``kuhn``, ``leduc``) can use the exact oracle on their
+tree (``--oracle exact``). Writes the resolved config, the per-iteration log (``psro.json``),
+the final meta-game (``meta_game.csv``) and the meta-strategy plot (``meta_strategy.png``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import typer
+from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Console
+from rich.table import Table
+
+from stratagem.cli.config import load_config
+from stratagem.errors import ConfigError, did_you_mean
+from stratagem.runs import check_out_path
+from stratagem.solvers.matrix import META_SOLVERS
+
+console = Console()
+
+
+class PSROConfig(BaseModel):
+    """Every ``stratagem psro`` setting (flags override a config file's)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    game: str
+    meta_solver: str = "replicator"
+    oracle: Literal["candidates", "exact"] = "candidates"
+    candidates: list[str] | None = Field(None, description="strategies [all of the game's]")
+    initial: str | None = Field(None, description="first strategy of both seats")
+    iterations: int = Field(20, gt=0)
+    episodes: int = Field(20, gt=0, description="episodes per meta-game cell")
+    tolerance: float = Field(1e-6, ge=0)
+    seed: int = 0
+    out: str | None = None
+
+
+def psro_command(
+    game: str = typer.Option(None, "--game", "-g", help="Game id, e.g. ipd (or kuhn, leduc)."),
+    meta_solver: str = typer.Option(
+        None, "--meta-solver", "-m", help=f"One of {', '.join(META_SOLVERS)} [replicator]."
+    ),
+    oracle: str = typer.Option(
+        None, help="candidates (best of a strategy list) or exact (solver games) [candidates]."
+    ),
+    candidates: str = typer.Option(
+        None, help="Comma-separated candidate strategies [all of the game's]."
+    ),
+    initial: str = typer.Option(None, help="Both seats' first strategy [the first candidate]."),
+    iterations: int = typer.Option(None, "--iterations", "-n", help="PSRO iterations [20]."),
+    episodes: int = typer.Option(None, "--episodes", "-e", help="Episodes per cell [20]."),
+    tolerance: float = typer.Option(None, help="Stop when no gain exceeds this [1e-6]."),
+    seed: int = typer.Option(None, "--seed", "-s", help="Base seed [0]."),
+    out: str = typer.Option(None, "--out", "-o", help="Run folder [runs/psro-<game>-<solver>]."),
+    config: Path = typer.Option(None, "--config", "-c", help="YAML or TOML file of settings."),
+) -> None:
+    """Grow each seat's population by best responses to a meta-solver's meta-strategy."""
+    from stratagem.solvers.psro import MetaGame, plot_meta_strategies, psro
+
+    cfg = load_config(
+        PSROConfig,
+        config,
+        game=game,
+        meta_solver=meta_solver,
+        oracle=oracle,
+        candidates=None if candidates is None else [c.strip() for c in candidates.split(",")],
+        initial=initial,
+        iterations=iterations,
+        episodes=episodes,
+        tolerance=tolerance,
+        seed=seed,
+        out=out,
+    )
+    if cfg.meta_solver not in META_SOLVERS:
+        hint = did_you_mean(cfg.meta_solver, META_SOLVERS)
+        choices = ", ".join(META_SOLVERS)
+        raise ConfigError(f"unknown meta-solver {cfg.meta_solver!r}{hint}; choose one of {choices}")
+    if cfg.oracle == "exact":
+        from stratagem.cli.solve import solver_tree
+        from stratagem.solvers.psro import TreeGame
+
+        tree_game = TreeGame(solver_tree(cfg.game))
+        meta, the_oracle, start = MetaGame(tree_game.evaluate), tree_game, "uniform"
+    else:
+        meta, the_oracle, start = _simulated(cfg)
+    folder = check_out_path(cfg.out or Path("runs") / f"psro-{cfg.game}-{cfg.meta_solver}")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(cfg.model_dump_json(indent=2) + "\n")
+    table = Table(title=f"PSRO on {cfg.game} · {cfg.meta_solver} · {cfg.oracle} oracle")
+    for column in ("iteration", "population", "meta-strategy (seat 0)", "responses", "gains"):
+        table.add_column(column)
+
+    def show(it) -> None:
+        top = sorted(it.meta_strategy[0].items(), key=lambda kv: -kv[1])[:4]
+        table.add_row(
+            str(it.iteration),
+            str(len(it.populations[0])),
+            ", ".join(f"{n} {p:.2f}" for n, p in top if p >= 0.005),
+            " / ".join(it.responses),
+            " / ".join(f"{g:.4f}" for g in it.gains),
+        )
+
+    result = psro(
+        meta,
+        the_oracle,
+        cfg.meta_solver,
+        initial=(start, start),
+        iterations=cfg.iterations,
+        tolerance=cfg.tolerance,
+        on_iteration=show,
+    )
+    (folder / "psro.json").write_text(result.to_json() + "\n")
+    _write_meta_game(result, folder / "meta_game.csv")
+    png = plot_meta_strategies(
+        result, folder / "meta_strategy.png", f"PSRO on {cfg.game} ({cfg.meta_solver})"
+    )
+    console.print(table)
+    final = result.final
+    console.print(
+        f"stopped: {result.stopped} after {len(result.iterations)} iterations; "
+        f"meta-strategy values {final.values[0]:.4f} / {final.values[1]:.4f}"
+    )
+    console.print(f"wrote {folder / 'psro.json'}, {folder / 'meta_game.csv'} and {png}")
+
+
+def _simulated(cfg: PSROConfig):
+    """The meta-game, candidate oracle and first strategy of a simulated (text) game."""
+    from stratagem.games import get_game
+    from stratagem.solvers.psro import CandidateOracle, MetaGame, simulate
+    from stratagem.strategies import get_strategy, strategies
+
+    the_game = get_game(cfg.game)
+    known = strategies(cfg.game).names()
+    names = cfg.candidates or list(known)
+    for name in [*names, *([cfg.initial] if cfg.initial else [])]:
+        if name not in known:
+            raise ConfigError(
+                f"{cfg.game} has no strategy {name!r}{did_you_mean(name, known)}; "
+                f"see `stratagem strategies {cfg.game}`"
+            )
+    evaluate = simulate(
+        the_game,
+        lambda name: get_strategy(cfg.game, name),
+        episodes=cfg.episodes,
+        seed=cfg.seed,
+    )
+    return MetaGame(evaluate), CandidateOracle(tuple(names)), cfg.initial or names[0]
+
+
+def _write_meta_game(result, path: Path) -> None:
+    """The final meta-game as CSV: one line per (seat-0, seat-1) strategy pair."""
+    rows, cols = result.populations
+    lines = ["seat0,seat1,payoff0,payoff1"]
+    for i, a in enumerate(rows):
+        for j, b in enumerate(cols):
+            lines.append(f"{a},{b},{result.row_payoffs[i][j]!r},{result.col_payoffs[i][j]!r}")
+    path.write_text("\n".join(lines) + "\n")
