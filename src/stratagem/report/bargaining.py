@@ -214,6 +214,19 @@ def wide_summary(summary: pd.DataFrame, keys: Sequence[str] = SUMMARY_KEYS) -> p
     return pd.DataFrame(rows)
 
 
+def tier_table(means: pd.DataFrame, metric: str, regime: str) -> pd.DataFrame:
+    """Returns ``metric`` per agent × role (rows) and quintile (columns) with its spread, for one
+    regime: the layout of seed 004's tier tables."""
+    part = means[means.regime == regime]
+    if not len(part) or metric not in part:
+        return pd.DataFrame()
+    table = part.pivot_table(index=["agent", "role"], columns="tier", values=metric, dropna=False)
+    table["spread"] = table.max(axis=1) - table.min(axis=1)
+    table = table.reset_index()
+    table.columns.name = None
+    return table
+
+
 def summary_table(summary: pd.DataFrame) -> Any:
     """Returns the rich table the CLI prints: key metrics per agent × role × regime."""
     from rich.table import Table
@@ -261,10 +274,19 @@ def _sections(
         ),
         Section("Summary (mean ± stderr)", (wide_summary(summary),)),
     ]
-    for basis, (_, spreads) in tiers.items():
+    for basis, (means, spreads) in tiers.items():
         label = "reference price" if basis == "reference" else "own reservation value"
         cols = [c for c in spread_cols if c in spreads.columns]
-        sections.append(Section(f"Quintile spreads (max − min) by {label}", (spreads[cols],)))
+        blocks: list[Any] = []
+        for metric, regime, title in (
+            ("surplus_share", "GFT", "Surplus share, GFT"),
+            ("deal", "GFT", "Deal rate, GFT"),
+            ("violation_any", "GFT", "Violation by either party, GFT"),
+            ("violation_any", "NGFT", "Violation by either party, NGFT"),
+        ):
+            blocks += [f"{title}, by quintile of the {label}:", tier_table(means, metric, regime)]
+        blocks += [f"Spreads (max − min over quintiles) by {label}:", spreads[cols]]
+        sections.append(Section(f"Price tiers by {label}", tuple(blocks)))
     sections.append(
         Section(
             "Pairwise heatmaps (rows buyers, columns sellers)",
