@@ -14,10 +14,10 @@ from pathlib import Path
 
 from stratagem.agent import Agent
 from stratagem.episode import EpisodeSpec
-from stratagem.game import Game, HasSolverTree
+from stratagem.game import Game, HasMetrics, HasSolverTree
 from stratagem.metrics.estimate import Estimate
 from stratagem.metrics.kuhn import policy_of
-from stratagem.metrics.sepo import as_sepo_game, sepo_metrics
+from stratagem.metrics.sepo import SEPOGame, as_sepo_game, sepo_metrics
 from stratagem.play import play
 from stratagem.pools import Pools
 from stratagem.runs import RunFolder
@@ -86,11 +86,13 @@ def evaluate(
 ) -> Evaluation:
     """Evaluate `agent` on `game` against all pools; with `out`, write a resumable run folder.
 
-    Raises ``ConfigError`` for a game without SEPO metrics (use a tournament for those).
+    Metrics are SEPO's for a ``SEPOGame``, else the game's own (``HasMetrics``). Raises
+    ``ConfigError`` for a game with neither (use a tournament for those).
     """
     from stratagem.report.tables import write_metrics
 
-    as_sepo_game(game)
+    if not isinstance(game, HasMetrics):
+        as_sepo_game(game)  # a clear error for a game with no metrics to evaluate
     specs = sepo_episodes(game, agent, episodes=episodes, seed=seed)
     if out is None:
         traces = list(play(game, specs, max_live=max_live, on_finish=on_episode))
@@ -129,7 +131,10 @@ def run_status(episodes: int, errors: int) -> str:
 def _result(
     game: Game, agent: Agent, traces: list[Trace], normalise: bool, out: Path | None
 ) -> Evaluation:
-    metrics = sepo_metrics(traces, game, normalise=normalise)
+    if isinstance(game, SEPOGame):
+        metrics = sepo_metrics(traces, game, normalise=normalise)
+    else:
+        metrics = game.metrics(traces)  # type: ignore[union-attr] (checked in evaluate)
     if not isinstance(game, HasSolverTree):
         return Evaluation(game.name, agent.name, metrics, traces, normalised=normalise, out=out)
     policy = policy_of(agent, game)

@@ -14,7 +14,7 @@ game's name.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import (
@@ -275,6 +275,17 @@ class HasSolverTree(Protocol):
 
     def infoset_observations(self) -> dict[str, Observation]:
         """Returns an observation for each information set of ``game_tree()``, by infoset key."""
+        ...
+
+
+@runtime_checkable
+class HasMetrics(Protocol):
+    """A game with its own evaluation metrics (Deal or No Deal: scores, agreement, Pareto
+    rate, ...), used by ``evaluate`` where SEPO's do not apply."""
+
+    def metrics(self, traces: Sequence[Any]) -> dict[str, Any]:
+        """Returns metric name -> ``Estimate`` of the agent in ``trace.meta["seat"]`` (seat 0
+        by default), computed from complete traces only."""
         ...
 
 

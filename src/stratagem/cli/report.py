@@ -12,7 +12,7 @@ from stratagem.errors import ConfigError
 from stratagem.evaluation import POLICY, Evaluation
 from stratagem.game import HasSolverTree
 from stratagem.games import get_game
-from stratagem.metrics.sepo import sepo_metrics
+from stratagem.metrics.sepo import SEPOGame, sepo_metrics
 from stratagem.report.tables import write_metrics
 from stratagem.runs import TRACES, read_fingerprint, scan_traces
 from stratagem.solvers.best_response import exploitability
@@ -41,7 +41,11 @@ def report_command(run: Path = typer.Argument(..., help="A run folder written by
             f"{run}/{TRACES} holds {other.game} episodes but run.json says {game.name}; "
             "the folder was mixed up"
         )
-    metrics = sepo_metrics(traces, game, normalise=normalise)
+    metrics = (
+        sepo_metrics(traces, game, normalise=normalise)
+        if isinstance(game, SEPOGame)
+        else game.metrics(traces)  # type: ignore[union-attr]
+    )
     exact = policy = None
     stored = next((run / n for n in (POLICY, LEGACY_POLICY) if (run / n).exists()), None)
     if stored is not None and isinstance(game, HasSolverTree):
