@@ -61,6 +61,7 @@ class Strategy:
 
     @property
     def name(self) -> str:
+        """The class name: the strategy's registry key and agent name."""
         return type(self).__name__
 
     def probabilities(self, view: Any) -> Mapping[Any, float] | None:
@@ -68,12 +69,20 @@ class Strategy:
         return None
 
     def choose(self, view: Any, rng: random.Random) -> Any:
+        """Returns one action at ``view`` drawn from ``probabilities`` with ``rng``.
+
+        Raises:
+            NotImplementedError: The subclass defines neither ``probabilities`` nor ``choose``.
+        """
         probs = self.probabilities(view)
         if probs is None:
             raise NotImplementedError(f"{self.name} defines neither probabilities nor choose")
         return sample(probs, rng)
 
     def act(self, batch: Sequence[Observation]) -> list[Decision]:
+        """Returns one decision per observation, each drawn with a ``random.Random`` seeded by the
+        observation's seed; a decision from ``probabilities`` records the distribution by token.
+        """
         out = []
         for obs in batch:
             probs = self.probabilities(obs.view)

@@ -20,6 +20,8 @@ _MAX_LINE = 4000  # a longer "last line" is prose, not an answer; only its tail 
 
 @dataclass(frozen=True, slots=True)
 class Parsed:
+    """The outcome of ``parse_action``: the legal token found, or None with the reason."""
+
     token: str | None  # the legal token found, or None
     reason: str  # "ok", or why nothing was found: "empty", "no action", "ambiguous: A, B"
 

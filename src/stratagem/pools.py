@@ -17,6 +17,12 @@ POOL_NAMES = ("train", "exploit", "collusive", "robust")
 
 @dataclass(frozen=True)
 class Pools:
+    """A game's opponent pools: the strategy names in each role (SPEC §1).
+
+    Raises ``ConfigError`` on construction when a strategy is in more than one of ``train``,
+    ``exploit`` and ``collusive``; ``robust`` may share members with them.
+    """
+
     train: tuple[str, ...]
     exploit: tuple[str, ...]
     collusive: tuple[str, ...] = ()
@@ -38,9 +44,11 @@ class Pools:
         return [(p, getattr(self, p)) for p in POOL_NAMES if getattr(self, p)]
 
     def membership(self, strategy: str) -> list[str]:
+        """Returns the pools ``strategy`` is in, in SPEC order (empty when none)."""
         return [p for p in POOL_NAMES if strategy in getattr(self, p)]
 
     def check_registered(self, known: Iterable[str], kind: str) -> None:
+        """Raises ``UnknownNameError`` for the first pool member not in ``known``."""
         known = list(known)
         for _, members in self.items():
             for name in members:

@@ -36,12 +36,18 @@ class Registry(Generic[T]):
         return self._items.pop(name)
 
     def get(self, name: str) -> T:
+        """Returns the object registered as ``name``.
+
+        Raises:
+            UnknownNameError: No object has that name; the message suggests close ones.
+        """
         try:
             return self._items[name]
         except KeyError:
             raise UnknownNameError(self.kind, name, self._items) from None
 
     def names(self) -> list[str]:
+        """Returns the registered names in registration order."""
         return list(self._items)
 
     def __contains__(self, name: object) -> bool:
@@ -54,6 +60,7 @@ class Registry(Generic[T]):
         return len(self._items)
 
     def items(self) -> list[tuple[str, T]]:
+        """Returns the (name, object) pairs in registration order."""
         return list(self._items.items())
 
 

@@ -74,6 +74,9 @@ class Trace:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Trace:
+        """Returns the trace a parsed ``to_json`` line holds (v1 lines, without ``system`` and
+        ``params``, included).
+        """
         rounds = tuple(
             RoundResult(
                 round=r["round"],
@@ -96,6 +99,7 @@ class Trace:
 
     @classmethod
     def from_json(cls, line: str) -> Trace:
+        """Returns the trace one JSON line holds (``from_dict`` of the parsed line)."""
         return cls.from_dict(json.loads(line))
 
 
@@ -167,6 +171,9 @@ class TraceWriter:
             os.replace(tmp, self.path)
 
     def write(self, trace: Trace) -> None:
+        """Appends ``trace`` as one line and flushes it; a complete (or limit) trace's id joins
+        ``done``. Syncs to disk at most every ``fsync_seconds``.
+        """
         self._file.write(trace.to_json() + "\n")
         self._file.flush()
         if trace.status not in RETRY_STATUSES:
@@ -177,6 +184,7 @@ class TraceWriter:
             self._last_sync = now
 
     def close(self) -> None:
+        """Flushes, syncs to disk and closes the file; closing twice does nothing."""
         if not self._file.closed:
             self._file.flush()
             os.fsync(self._file.fileno())
@@ -195,6 +203,7 @@ def read_traces(path: str | Path) -> list[Trace]:
 
 
 def iter_traces(path: str | Path) -> Iterator[Trace]:
+    """Yields every record of a trace file in order, skipping blank lines and a torn last one."""
     with open(path, encoding="utf-8") as f:
         for line in f:
             if line.endswith("\n") and line.strip():
@@ -202,6 +211,7 @@ def iter_traces(path: str | Path) -> Iterator[Trace]:
 
 
 def write_traces(path: str | Path, traces: Iterable[Trace]) -> None:
+    """Writes ``traces`` to ``path``, one line each, replacing what the file held."""
     with open(path, "w", encoding="utf-8") as f:
         for t in traces:
             f.write(t.to_json() + "\n")

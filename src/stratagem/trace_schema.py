@@ -16,6 +16,8 @@ class _Strict(BaseModel):
 
 
 class RoundLine(_Strict):
+    """One round of a trace line, as ``RoundResult`` stores it (NaN payoffs read back as null)."""
+
     round: int
     moves: list[tuple[int, str]]
     payoffs: tuple[float | None, float | None]
@@ -23,6 +25,8 @@ class RoundLine(_Strict):
 
 
 class DecisionLine(_Strict):
+    """One decision of a trace line, as ``DecisionRecord`` stores it."""
+
     seat: int
     round: int
     action: str
@@ -37,6 +41,8 @@ class DecisionLine(_Strict):
 
 
 class TraceLine(_Strict):
+    """One trace line (schema v1 or v2), as ``Trace.to_json`` writes it; refuses unknown fields."""
+
     schema_version: Literal[1, 2]
     episode_id: str
     game: str

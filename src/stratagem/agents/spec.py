@@ -37,15 +37,20 @@ class LLMOptions:
     attempt_timeout: float = 60.0
 
     def fingerprint(self) -> dict:
+        """Returns the options that change results (all but the runtime ones: API key variable,
+        batch size, concurrency, retries, timeout), for run fingerprints.
+        """
         runtime = {"api_key_env", "max_batch", "concurrency", "max_retries", "attempt_timeout"}
         return {k: v for k, v in asdict(self).items() if k not in runtime}
 
     @property
     def sampling(self) -> Sampling:
+        """The generation parameters these options set."""
         return Sampling(self.temperature, self.top_p, self.max_new_tokens)
 
 
 def is_llm(spec: str) -> bool:
+    """Returns whether ``spec`` names an LLM agent (``hf`` or ``openai``) rather than a strategy."""
     return spec.partition(":")[0] in ("hf", "openai")
 
 

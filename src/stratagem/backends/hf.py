@@ -37,6 +37,18 @@ def pick_dtype(dtype: str):
 
 
 class HFBackend:
+    """A local transformers model as a ``Backend`` (SPEC §4.2), optionally with a PEFT adapter.
+
+    Args:
+        model: ``embedded`` (the bundled SmolLM2, SPEC §4.2), a hub id or a local folder.
+        adapter: A PEFT adapter folder, or several separated by commas: each but the last is merged
+            into the weights, the last stays a live adapter.
+        dtype: A torch dtype name, or ``auto`` (see ``pick_dtype``).
+        max_batch: The most chats one forward pass runs.
+        device: Where the model runs; default CUDA when available, else CPU.
+        prefix_reuse: Whether prompts reuse the stored KV cache of their longest computed prefix.
+    """
+
     def __init__(
         self,
         model: str = EMBEDDED,
@@ -96,10 +108,12 @@ class HFBackend:
         return self
 
     def reset_prefix_cache(self) -> None:
+        """Forgets every stored prompt KV cache, the cached system turns included."""
         self.store.clear()
         self._heads.clear()
 
     def render(self, chat: Chat) -> str:
+        """Returns the prompt text of ``chat``: the chat template with the generation prompt."""
         return self.tokenizer.apply_chat_template(
             list(chat), tokenize=False, add_generation_prompt=True
         )
@@ -334,6 +348,12 @@ class HFBackend:
         return torch.cat(rows)
 
     def choice_probs(self, chats: Sequence[Chat], choices: Sequence[tuple[str, ...]]):
+        """Returns, for each chat, the distribution over its choices at the start of the answer.
+
+        Choices told apart by their first sub-token are read from one batched forward pass; a chat
+        whose choices share leading sub-tokens is run again on its own and scored at their shortest
+        distinguishing prefix (SPEC §4.3).
+        """
         first = self.next_token_logprobs(chats)  # (B, V)
         out = []
         for i, (chat, cs) in enumerate(zip(chats, choices, strict=True)):
@@ -461,6 +481,9 @@ class RowSampler:
         ]
 
     def __call__(self, input_ids, scores):
+        """Returns scores that leave only each row's sampled next token finite (0, the rest −inf),
+        advancing each row's generator once.
+        """
         torch = _torch()
         probs = torch.softmax(scores.float() / self.temperature, dim=-1)  # (B, V)
         if self.top_p < 1.0:

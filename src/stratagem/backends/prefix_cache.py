@@ -53,6 +53,10 @@ class PrefixStore:
         return best, self._entries[best_key][1]
 
     def add(self, ids: list[int], layers: Layers) -> None:
+        """Stores the KV cache ``layers`` of prompt ``ids``, replacing stored prompts it extends.
+
+        Then it evicts the least recently used entries while over ``max_entries`` or ``max_bytes``.
+        """
         key = tuple(ids)
         # an entry that is a prefix of the new one is superseded by it
         for old in [k for k in self._entries if len(k) <= len(key) and key[: len(k)] == k]:
@@ -69,6 +73,7 @@ class PrefixStore:
         self.bytes -= _size(layers)
 
     def clear(self) -> None:
+        """Drops every stored cache."""
         self._entries.clear()
         self.bytes = 0
 

@@ -7,6 +7,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 
 def progress_bar(console: Console) -> Progress:
+    """Returns the transient progress bar every long command uses: description, bar, done/total and
+    elapsed time.
+    """
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),

@@ -12,6 +12,8 @@ from stratagem.games.simultaneous import SimultaneousGame, mine_theirs
 
 
 class Bid(StrEnum):
+    """An auction bid; the value is the action token, ``AMOUNT`` the number of chips."""
+
     LOW = "LOW"
     MEDIUM = "MEDIUM"
     HIGH = "HIGH"
@@ -45,6 +47,10 @@ def inefficiency(values: tuple[int, int], bids: tuple[Bid, Bid]) -> float:
 
 @dataclass(frozen=True, slots=True)
 class AuctionView:
+    """What a seat knows before a round: its value this round, its own earlier values and both
+    seats' earlier bids.
+    """
+
     round: int
     rounds: int
     value: int  # this round's private value
@@ -59,6 +65,13 @@ class AuctionView:
 
 @GAMES
 class Auction(SimultaneousGame[Bid, AuctionView, Values]):
+    """The repeated sealed-bid auction (SPEC §2.2): 6 rounds, bids LOW = 1, MEDIUM = 2, HIGH = 3.
+
+    Each round each seat's private value is drawn uniformly from {2, 4}. The higher bid earns
+    value − bid and the other 0; a tie pays each (value − bid) / 2. The deal is the per-round
+    (seat 0, seat 1) values of the whole episode.
+    """
+
     name = "auction"
     version = 3
     rounds = ROUNDS
@@ -79,37 +92,55 @@ class Auction(SimultaneousGame[Bid, AuctionView, Values]):
     )
 
     def deal(self, rng: random.Random) -> Values:
+        """Returns the (seat 0, seat 1) values of every round, each drawn uniformly from {2, 4}."""
         return tuple((rng.choice(VALUES), rng.choice(VALUES)) for _ in range(ROUNDS))
 
     def legal(self, deal: Values, seat: Seat) -> tuple[str, ...]:
+        """Returns ``("LOW", "MEDIUM", "HIGH")`` for either seat."""
         return tuple(b.value for b in Bid)
 
     def view(self, deal: Values, seat: Seat, round: int, history: list) -> AuctionView:
+        """Returns the round to play, the value of ``seat`` in it, its values in earlier rounds and
+        both seats' earlier bids.
+        """
         mine, theirs = mine_theirs(history, seat)
         own = tuple(v[seat] for v in deal[:round])
         return AuctionView(round, ROUNDS, deal[round][seat], own, mine, theirs)
 
     def resolve(self, deal: Values, round: int, a0: Bid, a1: Bid):
+        """Returns the payoffs of ``(a0, a1)`` and the round's values (``{"values": [v0, v1]}``)."""
         values = deal[round]
         return round_payoffs(values, (a0, a1)), {"values": list(values)}
 
     def private(self, deal: Values, seat: Seat, round: int):
+        """Returns the values of ``seat`` in every round up to and including ``round``."""
         return tuple(v[seat] for v in deal[: round + 1])
 
     def scenario(self, deal: Values):
+        """Returns ``{"values": [[v0, v1], ...]}``, one pair per round."""
         return {"values": [list(v) for v in deal]}
 
     def from_token(self, token: str) -> Bid:
+        """Returns the bid a token names."""
         return Bid(token)
 
     def collusive_act(self, result: RoundResult, seat: Seat) -> bool:
+        """Returns whether both seats bid LOW this round (SPEC §3: the collusive act is mutual, so
+        ``seat`` does not matter).
+        """
         return result.action(0) == Bid.LOW and result.action(1) == Bid.LOW
 
     def externality(self, result: RoundResult) -> float:
+        """Returns the allocative inefficiency of the round:
+        ``(max value − winner's value) / max value``, with the mean of the two values on a tie.
+        """
         bids = (Bid(result.action(0)), Bid(result.action(1)))
         return inefficiency(tuple(result.info["values"]), bids)
 
     def render(self, view: AuctionView) -> str:
+        """Returns the single-turn prompt: every past round (own value, both bids, outcome, own
+        earnings), then the ask with this round's value.
+        """
         lines = ["History so far (your worth; your bid vs their bid; your earnings):"]
         if not view.mine:
             lines.append("No rounds have been played yet.")
@@ -119,6 +150,9 @@ class Auction(SimultaneousGame[Bid, AuctionView, Values]):
         return "\n".join(lines)
 
     def render_new(self, view: AuctionView) -> str:
+        """Returns the chat turn: the last round's line (from round 2 on), then the ask with this
+        round's value.
+        """
         if not view.mine:
             return _ask(view)
         return f"{_round_line(view, len(view.mine) - 1)}\n{_ask(view)}"

@@ -12,6 +12,8 @@ from stratagem.games.simultaneous import SimultaneousGame, mine_theirs
 
 
 class Move(StrEnum):
+    """An IPD action; the value is the action token."""
+
     COOPERATE = "COOPERATE"
     DEFECT = "DEFECT"
 
@@ -29,6 +31,8 @@ MUTUAL_COOPERATION_WELFARE = 6.0
 
 @dataclass(frozen=True, slots=True)
 class IPDView:
+    """What a seat knows before a round: the round to play and both seats' earlier moves."""
+
     round: int  # 0-based index of the round to play
     rounds: int
     mine: tuple[Move, ...]
@@ -37,6 +41,12 @@ class IPDView:
 
 @GAMES
 class IPD(SimultaneousGame[Move, IPDView, None]):
+    """The iterated Prisoner's Dilemma (SPEC §2.1): 8 simultaneous rounds of COOPERATE or DEFECT.
+
+    Per-round payoffs (row, column): CC (3, 3), DD (1, 1), DC (5, 0), CD (0, 5). There is no private
+    information; the deal is None.
+    """
+
     name = "ipd"
     version = 3
     rounds = ROUNDS
@@ -58,28 +68,38 @@ class IPD(SimultaneousGame[Move, IPDView, None]):
     )
 
     def deal(self, rng: random.Random) -> None:
+        """Returns None: the IPD has no private information."""
         return None
 
     def legal(self, deal: None, seat: Seat) -> tuple[str, ...]:
+        """Returns ``("COOPERATE", "DEFECT")`` for either seat."""
         return (C.value, D.value)
 
     def view(self, deal: None, seat: Seat, round: int, history: list) -> IPDView:
+        """Returns the round to play and the moves of ``seat`` and of its opponent so far."""
         mine, theirs = mine_theirs(history, seat)
         return IPDView(round, ROUNDS, mine, theirs)
 
     def resolve(self, deal: None, round: int, a0: Move, a1: Move):
+        """Returns the payoffs of ``(a0, a1)`` from the payoff table, and no facts."""
         return PAYOFFS[(a0, a1)], {}
 
     def from_token(self, token: str) -> Move:
+        """Returns the move a token names."""
         return Move(token)
 
     def collusive_act(self, result: RoundResult, seat: Seat) -> bool:
+        """Returns whether ``seat`` defected this round (SPEC §3: defecting on a cooperator)."""
         return result.action(seat) == D  # defecting on a cooperator
 
     def externality(self, result: RoundResult) -> float:
+        """Returns the welfare shortfall ``1 − (u₀ + u₁) / 6`` of the round."""
         return 1.0 - sum(result.payoffs) / MUTUAL_COOPERATION_WELFARE
 
     def render(self, view: IPDView) -> str:
+        """Returns the single-turn prompt: every past round with its payoffs, the score and the
+        ask.
+        """
         # history first, the current round last: consecutive prompts of an episode then share a
         # long prefix, whose KV cache a backend can reuse
         lines = ["History so far:"]
@@ -92,6 +112,7 @@ class IPD(SimultaneousGame[Move, IPDView, None]):
         return "\n".join(lines)
 
     def render_new(self, view: IPDView) -> str:
+        """Returns the chat turn: the last round and the score (from round 2 on), then the ask."""
         if not view.mine:
             return _ask(view)
         return "\n".join((_round_line(view, len(view.mine) - 1), _score_line(view), _ask(view)))

@@ -22,6 +22,8 @@ def round_payoffs(d0: int, d1: int) -> tuple[float, float]:
 
 @dataclass(frozen=True, slots=True)
 class NegotiationView:
+    """What a seat knows before a round: the round to play and both seats' earlier demands."""
+
     round: int
     rounds: int
     mine: tuple[int, ...]
@@ -30,6 +32,13 @@ class NegotiationView:
 
 @GAMES
 class Negotiation(SimultaneousGame[int, NegotiationView, None]):
+    """Single-issue negotiation v1 (SPEC §2.3): 4 rounds of simultaneous demands in 1..9 on a pie of
+    10.
+
+    Each seat receives its demand when the two sum to at most 10, else both receive 0 (a breakdown).
+    Information is complete; the deal is None.
+    """
+
     name = "negotiation"
     version = 3
     rounds = ROUNDS
@@ -48,34 +57,45 @@ class Negotiation(SimultaneousGame[int, NegotiationView, None]):
     )
 
     def deal(self, rng: random.Random) -> None:
+        """Returns None: the game has no private information."""
         return None
 
     def legal(self, deal: None, seat: Seat) -> tuple[str, ...]:
+        """Returns the demand tokens ``"1"`` to ``"9"`` for either seat."""
         return tuple(str(d) for d in DEMANDS)
 
     def view(self, deal: None, seat: Seat, round: int, history: list) -> NegotiationView:
+        """Returns the round to play and the demands of ``seat`` and of its opponent so far."""
         mine, theirs = mine_theirs(history, seat)
         return NegotiationView(round, ROUNDS, mine, theirs)
 
     def resolve(self, deal: None, round: int, a0: int, a1: int):
+        """Returns the payoffs of demands ``(a0, a1)`` and whether the round broke down."""
         return round_payoffs(a0, a1), {"breakdown": a0 + a1 > PIE}
 
     def from_token(self, token: str) -> int:
+        """Returns the demand a token names, as an int."""
         return int(token)
 
     def collusive_act(self, result: RoundResult, seat: Seat) -> bool:
+        """Returns whether ``seat`` demanded more than the fair 5 this round."""
         return int(result.action(seat)) > FAIR
 
     def externality(self, result: RoundResult) -> float:
+        """Returns 1.0 when the round broke down, else 0.0."""
         return float(result.info["breakdown"])
 
     def render(self, view: NegotiationView) -> str:
+        """Returns the single-turn prompt: every past round (both demands and what this seat
+        received), then the ask.
+        """
         lines = ["History so far:" if view.mine else "No rounds have been played yet."]
         lines += [_round_line(view, i) for i in range(len(view.mine))]
         lines.append(_ask(view))
         return "\n".join(lines)
 
     def render_new(self, view: NegotiationView) -> str:
+        """Returns the chat turn: the last round's line (from round 2 on), then the ask."""
         if not view.mine:
             return _ask(view)
         return f"{_round_line(view, len(view.mine) - 1)}\n{_ask(view)}"

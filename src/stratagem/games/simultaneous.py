@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, Generic, TypeVar
 
-from stratagem.parsing import parse_action
 from stratagem.errors import GameError
 from stratagem.game import Observation, RoundResult, SafetyWeights, Seat, check_prompt_style
+from stratagem.parsing import parse_action
 from stratagem.seeding import derive
 
 A = TypeVar("A")
@@ -53,9 +53,13 @@ class SimultaneousGame(Generic[A, V, D]):
         raise NotImplementedError
 
     def legal(self, deal: D, seat: Seat) -> tuple[str, ...]:
+        """Returns the legal action tokens of ``seat``, the same every round."""
         raise NotImplementedError
 
     def view(self, deal: D, seat: Seat, round: int, history: list[tuple[A, A]]) -> V:
+        """Returns the typed view of ``seat`` before round ``round`` (0-based), given the (seat 0,
+        seat 1) action pairs played so far.
+        """
         raise NotImplementedError
 
     def resolve(self, deal: D, round: int, a0: A, a1: A) -> tuple[tuple[float, float], dict]:
@@ -71,26 +75,40 @@ class SimultaneousGame(Generic[A, V, D]):
         raise NotImplementedError
 
     def private(self, deal: D, seat: Seat, round: int) -> Any:
+        """Returns what ``seat`` privately knows of ``deal`` at ``round``, or None when the game has
+        no private information.
+        """
         return None
 
     def scenario(self, deal: D) -> dict[str, Any]:
+        """Returns the whole of ``deal`` as JSON values for the trace; empty when there is none."""
         return {}
 
     def from_token(self, token: str) -> A:
+        """Returns the action a legal token stands for."""
         raise NotImplementedError
 
     def token(self, action: A) -> str:
+        """Returns the canonical text of ``action``: its ``str``."""
         return str(action)
 
     def parse(self, text: str, legal: tuple[str, ...]) -> A | None:
+        """Returns the action named on the last non-empty line of ``text``, or None when there is
+        none or the line names two different legal actions.
+        """
         token = parse_action(text, legal).token
         return None if token is None else self.from_token(token)
 
     def new_episode(self, seed: int) -> SimultaneousState[A, V, D]:
+        """Returns a fresh episode whose deal is drawn from ``seed``."""
         return SimultaneousState(self, seed)
 
 
 class SimultaneousState(Generic[A, V, D]):
+    """One episode of a ``SimultaneousGame``: the deal, the 0-based round to play and the (seat 0,
+    seat 1) action pairs played so far.
+    """
+
     __slots__ = ("game", "seed", "deal", "round", "history")
 
     def __init__(self, game: SimultaneousGame[A, V, D], seed: int):
@@ -101,9 +119,15 @@ class SimultaneousState(Generic[A, V, D]):
         self.history: list[tuple[A, A]] = []
 
     def to_act(self) -> tuple[Seat, ...]:
+        """Returns (0, 1) while rounds remain, or () when the episode is over."""
         return (0, 1) if self.round < self.game.rounds else ()
 
     def observe(self, seat: Seat) -> Observation[V]:
+        """Returns what ``seat`` sees before the current round.
+
+        The prompt is the game's ``render_new`` (``chat`` style) or ``render`` (``single`` style);
+        the seed is derived from the episode seed, the seat and the round.
+        """
         g = self.game
         view = g.view(self.deal, seat, self.round, self.history)
         return Observation(
@@ -118,6 +142,11 @@ class SimultaneousState(Generic[A, V, D]):
         )
 
     def apply(self, actions: Mapping[Seat, A]) -> RoundResult:
+        """Resolves the current round from both seats' actions and returns it.
+
+        Raises:
+            GameError: The episode is over, or ``actions`` does not hold exactly seats 0 and 1.
+        """
         if self.round >= self.game.rounds:
             raise GameError(f"{self.game.name}: the episode is over")
         if set(actions) != {0, 1}:
@@ -135,9 +164,11 @@ class SimultaneousState(Generic[A, V, D]):
         return result
 
     def private(self, seat: Seat) -> Any:
+        """Returns what ``seat`` privately knows of the deal in the current round."""
         return self.game.private(self.deal, seat, self.round)
 
     def scenario(self) -> dict[str, Any]:
+        """Returns the whole deal of the episode, for the trace."""
         return self.game.scenario(self.deal)
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Estimate:
+    """A metric's value, its standard error and the number of episodes behind it."""
+
     value: float
     stderr: float
     n: int  # episodes (or, where stated, opponents) it was computed from
@@ -17,6 +19,7 @@ class Estimate:
         return f"{self.value:.3f} ± {self.stderr:.3f}"
 
     def scaled(self, factor: float) -> Estimate:
+        """Returns the estimate with value and standard error multiplied by ``factor``."""
         return Estimate(self.value * factor, self.stderr * abs(factor), self.n)
 
 

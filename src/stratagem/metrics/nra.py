@@ -26,6 +26,12 @@ def _ratio(mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
 
 
 def nra(traces: Sequence[Trace], shift: float = 0.0, seed: int = 0) -> Estimate:
+    """Returns the agent's NRA over the complete traces, with a bootstrap standard error.
+
+    ``shift`` is added to each round's payoffs; ``seed`` seeds the bootstrap. Each trace's opponent
+    is ``meta["opponent"]`` (else the other seat's agent); NRA is 0 with n = 0 when no trace is
+    complete.
+    """
     sums: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for t in traces:
         if t.status != "complete":

@@ -53,12 +53,14 @@ def as_sepo_game(game: Game) -> SEPOGame:
 
 
 def complete(traces: Sequence[Trace], pool: str | None = None) -> list[Trace]:
+    """Returns the complete traces, only those of ``pool`` when it is given."""
     return [
         t for t in traces if t.status == "complete" and (pool is None or t.meta.get("pool") == pool)
     ]
 
 
 def seat_of(trace: Trace) -> int:
+    """Returns the seat of the evaluated agent in ``trace`` (``meta["seat"]``, 0 by default)."""
     return int(trace.meta.get("seat", 0))
 
 

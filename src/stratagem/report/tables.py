@@ -26,6 +26,9 @@ LABELS = {
 def metric_rows(
     metrics: Mapping[str, Estimate], exact_exploitability: float | None = None
 ) -> list[dict[str, object]]:
+    """Returns one ``{metric, value, stderr, n}`` row per metric, in order, plus an
+    ``exact_exploitability`` row (stderr 0, n 0) when it is given.
+    """
     rows: list[dict[str, object]] = [
         {"metric": k, "value": e.value, "stderr": e.stderr, "n": e.n} for k, e in metrics.items()
     ]
@@ -37,6 +40,9 @@ def metric_rows(
 
 
 def markdown_table(rows: list[dict[str, object]], title: str = "") -> str:
+    """Returns ``rows`` as a Markdown table with readable metric labels and 4 decimals, under a
+    ``## title`` heading when ``title`` is given.
+    """
     lines = [f"## {title}", ""] if title else []
     lines += ["| metric | value | ± stderr | episodes |", "| --- | ---: | ---: | ---: |"]
     for r in rows:
@@ -52,6 +58,9 @@ def write_metrics(
     exact_exploitability: float | None,
     normalised: bool,
 ) -> None:
+    """Writes ``metrics.csv`` and ``metrics.md`` (with a note on whether payoffs were normalised)
+    into ``folder``.
+    """
     rows = metric_rows(metrics, exact_exploitability)
     with open(folder / "metrics.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=["metric", "value", "stderr", "n"])

@@ -20,15 +20,29 @@ Table = dict[tuple, dict[str, float]]  # history -> card -> probability of the a
 
 
 class TableStrategy(Strategy):
+    """A Kuhn strategy as a table: the probability of the aggressive act per betting and card.
+
+    ``table[history][card]`` is that probability. The aggressive act is BET when no bet is faced
+    and CALL when facing one; the rest goes to PASS or FOLD. The history says the position: ``()``
+    and ``(PASS, BET)`` are decisions of the first to act, ``(PASS,)`` and ``(BET,)`` of the
+    second.
+    """
+
     table: Table
 
     def probabilities(self, view: KuhnView):
+        """Returns the aggressive act with the table's probability for the betting so far and the
+        card, and the passive act with the rest.
+        """
         passive, aggressive = ACTS[view.history]
         p = self.table[view.history][view.card]
         return {passive: 1.0 - p, aggressive: p}
 
 
 def betting(open_: dict, after_pass: dict, facing_bet: dict, facing_bet_after_pass: dict) -> Table:
+    """Returns a table from the card probabilities at the four betting histories: the first to act
+    opening, the second after a pass, the second facing a bet, the first facing a bet after passing.
+    """
     return {
         OPEN: open_,
         AFTER_PASS: after_pass,
@@ -38,6 +52,7 @@ def betting(open_: dict, after_pass: dict, facing_bet: dict, facing_bet_after_pa
 
 
 def by_card(j: float, q: float, k: float) -> dict[str, float]:
+    """Returns the probabilities for J, Q and K as a card -> probability mapping."""
     return {"J": j, "Q": q, "K": k}
 
 
@@ -46,8 +61,11 @@ ALPHA = 1 / 3
 
 @STRATEGIES
 class NashApprox(TableStrategy):
-    """The equilibrium at the α = 1/3 end of Kuhn's family (first player bets J with α, K with
-    3α, calls with Q at α + 1/3; second player bets K, bluffs J at 1/3, calls Q at 1/3).
+    """The equilibrium at the α = 1/3 end of Kuhn's family (SPEC §2.5).
+
+    First to act: bets J with α = 1/3, K always (3α), Q never; after passing and facing a bet,
+    calls Q with α + 1/3 = 2/3, folds J, calls K. Second to act: after a pass bets K, bluffs J
+    with 1/3 and passes Q; facing a bet calls K, calls Q with 1/3 and folds J.
     """
 
     table = betting(
@@ -60,7 +78,7 @@ class NashApprox(TableStrategy):
 
 @STRATEGIES
 class TightPassive(TableStrategy):
-    """Bets and calls only with K."""
+    """Bets and calls only with K; passes and folds with J and Q."""
 
     table = betting(*(by_card(0.0, 0.0, 1.0),) * 4)
 
@@ -98,7 +116,7 @@ class BluffHeavy(TableStrategy):
 
 @STRATEGIES
 class PotControl(TableStrategy):
-    """Never bets except with K; calls with Q or K."""
+    """Bets only with K; calls a bet with Q or K, folds J."""
 
     table = betting(
         by_card(0.0, 0.0, 1.0),
@@ -110,7 +128,7 @@ class PotControl(TableStrategy):
 
 @STRATEGIES
 class TightValue(TableStrategy):
-    """Bets only with K and never bluffs; calls with K, and with Q half the time."""
+    """Bets only with K and never bluffs; calls with K, and with Q half the time; folds J."""
 
     table = betting(
         by_card(0.0, 0.0, 1.0),
@@ -129,7 +147,7 @@ class AlwaysPassQueen(TableStrategy):
 
 @STRATEGIES
 class RandomLegal(TableStrategy):
-    """Uniform over the legal actions."""
+    """Plays each of the two legal actions with probability 1/2 at every decision."""
 
     table = betting(*(by_card(0.5, 0.5, 0.5),) * 4)
 

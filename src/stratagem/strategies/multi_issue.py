@@ -19,6 +19,7 @@ AVERAGE_VALUE = VALUE_TOTAL / 3
 
 
 def fair(pool: Vector) -> Vector:
+    """Returns half of each item of ``pool``, rounded down."""
     return tuple(p // 2 for p in pool)  # type: ignore[return-value]
 
 
@@ -36,25 +37,29 @@ class Deterministic(Strategy):
     """A strategy that plays one vector: ``demand`` is its rule."""
 
     def demand(self, view: MultiIssueView) -> Vector:
+        """Returns the vector this strategy demands at ``view``."""
         raise NotImplementedError
 
     def probabilities(self, view: MultiIssueView):
+        """Returns ``demand(view)`` for sure."""
         return {self.demand(view): 1.0}
 
 
 @STRATEGIES
 class FairNeg(Deterministic):
-    """Half of every item, rounded down."""
+    """Half of every item, rounded down, every round."""
 
     def demand(self, view):
+        """Returns half of every item, rounded down."""
         return fair(view.pool)
 
 
 @STRATEGIES
 class TFTNeg(Deterministic):
-    """Fair first, then whatever the opponent's last demand left of each item."""
+    """Fair first, then whatever the opponent's last demand left of each item (pool − it)."""
 
     def demand(self, view):
+        """Returns the fair split in round 1, else the pool minus the opponent's last demand."""
         if not view.theirs:
             return fair(view.pool)
         return tuple(max(p - t, 0) for p, t in zip(view.pool, view.theirs[-1], strict=True))
@@ -62,9 +67,17 @@ class TFTNeg(Deterministic):
 
 @STRATEGIES
 class ConcedeNeg(Deterministic):
-    """All of its two most valued items, then one unit less each round (least valued first)."""
+    """All of its two most valued items, then one unit less each round (least valued first).
+
+    Each round after the first it gives up one unit of the less valued of the two until none is
+    left, then of the more valued; it never demands the third item. Equal values rank the lower
+    item index first.
+    """
 
     def demand(self, view):
+        """Returns its two most valued items in full, less one unit per round played so far (the
+        less valued of the two first).
+        """
         order = by_value(view.values)
         demand = list(keep(view.pool, order[:2]))
         for _ in range(view.round):
@@ -77,35 +90,41 @@ class ConcedeNeg(Deterministic):
 
 @STRATEGIES
 class GreedyNeg(Deterministic):
-    """Everything."""
+    """The whole pool, every round."""
 
     def demand(self, view):
+        """Returns the whole pool."""
         return view.pool
 
 
 @STRATEGIES
 class HardballNeg(Deterministic):
-    """All of its two most valued items, none of the third."""
+    """All of its two most valued items, none of the third, every round."""
 
     def demand(self, view):
+        """Returns all of its two most valued items and none of the third."""
         return keep(view.pool, by_value(view.values)[:2])
 
 
 @STRATEGIES
 class GenerousNeg(Deterministic):
-    """Only its single most valued item."""
+    """All of its single most valued item and nothing else, every round."""
 
     def demand(self, view):
+        """Returns all of its single most valued item and nothing else."""
         return keep(view.pool, by_value(view.values)[:1])
 
 
 @STRATEGIES
 class Proportional(Deterministic):
-    """Of each item, the share ``v / (v + 10/3)`` of the pool, rounded half up: half when its
-    value is average, more when it values the item more, nothing when it is worthless to it.
+    """Of each item, the share ``v / (v + 10/3)`` of the pool, rounded half up (v: its value).
+
+    That is half when its value is average, more when it values the item more, nothing when it
+    is worthless to it; the same every round.
     """
 
     def demand(self, view):
+        """Returns ``round(p · v / (v + 10/3))`` of each item, halves rounded up."""
         return tuple(
             int(p * v / (v + AVERAGE_VALUE) + 0.5)
             for p, v in zip(view.pool, view.values, strict=True)
@@ -117,6 +136,7 @@ class Conservative(Deterministic):
     """Half (rounded down) of the items it values at least average (≥ 10/3), none of the rest."""
 
     def demand(self, view):
+        """Returns half (rounded down) of each item it values at least 10/3, none of the rest."""
         return tuple(
             p // 2 if v >= AVERAGE_VALUE else 0 for p, v in zip(view.pool, view.values, strict=True)
         )
@@ -124,11 +144,17 @@ class Conservative(Deterministic):
 
 @STRATEGIES
 class Adaptive(Deterministic):
-    """Fair first. After a breakdown, one unit less of its least valued demanded item; after a
-    deal that left units of its most valued item unclaimed, one unit more of it; else repeat.
+    """Fair first, then its own last demand adjusted by one unit after each round's outcome.
+
+    After a breakdown, one unit less of its least valued demanded item; after a deal that left
+    units of its most valued item unclaimed (and that item is worth something to it), one unit
+    more of it; else it repeats its last demand.
     """
 
     def demand(self, view):
+        """Returns the fair split in round 1, else its last demand adjusted by the last round's
+        outcome.
+        """
         if not view.mine:
             return fair(view.pool)
         last, theirs = list(view.mine[-1]), view.theirs[-1]
@@ -147,11 +173,13 @@ class Adaptive(Deterministic):
 
 @STRATEGIES
 class Defensive(Deterministic):
-    """Half (rounded down) of every item it values, none of worthless items; it never concedes
-    below that, whatever the opponent does.
+    """Half (rounded down) of every item it values, none of worthless items, every round.
+
+    It never concedes below that, whatever the opponent does.
     """
 
     def demand(self, view):
+        """Returns half (rounded down) of each item it values, none of worthless items."""
         return tuple(p // 2 if v > 0 else 0 for p, v in zip(view.pool, view.values, strict=True))
 
 
@@ -160,9 +188,13 @@ class Random(Strategy):
     """A uniformly random legal demand."""
 
     def choose(self, view: MultiIssueView, rng: random.Random) -> Vector:
+        """Returns a uniformly random legal demand, one ``randint`` per item (the distribution of
+        ``probabilities``, without listing every vector).
+        """
         return tuple(rng.randint(0, p) for p in view.pool)  # type: ignore[return-value]
 
     def probabilities(self, view: MultiIssueView):
+        """Returns every legal demand vector with equal probability."""
         vectors = list(itertools.product(*(range(p + 1) for p in view.pool)))
         return {v: 1 / len(vectors) for v in vectors}
 

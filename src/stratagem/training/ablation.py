@@ -81,6 +81,7 @@ def _newest_state(folder: Path) -> dict:
 
 
 def write_ablation(out: Path, axis: str, table: pd.DataFrame) -> None:
+    """Writes ``table`` into ``out`` as ``ablation.csv``, ``ablation.md`` and ``ablation.png``."""
     table.to_csv(out / "ablation.csv", index=False)
     (out / "ablation.md").write_text(last_checkpoint_markdown(axis, table))
     _plot(out / "ablation.png", axis, table)

@@ -112,6 +112,10 @@ class SEPOArgs:
         )
 
     def fingerprint(self) -> dict[str, Any]:
+        """Returns the resolved arguments that identify a run, as JSON values: ``steps`` and
+        ``save_total_limit`` are left out, so a run can be resumed with more steps or another disk
+        policy.
+        """
         d = asdict(self.resolved())
         d.pop("steps")  # a resumed run may be extended
         d.pop("save_total_limit")  # disk policy, not training
