@@ -26,6 +26,8 @@ from stratagem.solvers.tree import EagerNode, Node
 
 
 class Act(StrEnum):
+    """A Kuhn poker action; the value is the action token."""
+
     PASS = "PASS"
     BET = "BET"
     CALL = "CALL"
@@ -57,7 +59,8 @@ TERMINAL: dict[History, tuple[str, int]] = {
 
 
 def first_payoff(history: History, first_card: str, second_card: str) -> float:
-    """Chips won by the first-to-act player at a terminal history (zero-sum)."""
+    """Returns the chips the first to act wins at terminal ``history``; the second wins the
+    negative (zero-sum)."""
     winner, stake = TERMINAL[history]
     if winner == "showdown":
         winner = "first" if RANK[first_card] > RANK[second_card] else "second"
@@ -65,12 +68,16 @@ def first_payoff(history: History, first_card: str, second_card: str) -> float:
 
 
 def first_seat(hand: int) -> Seat:
-    """Seat 0 acts first on hands 1, 3, 5 (0-based hands 0, 2, 4)."""
+    """Returns the seat that acts first on 0-based ``hand``: seat 0 on hands 1, 3, 5, seat 1 on
+    hands 2, 4, 6."""
     return hand % 2
 
 
 def infoset_key(card: str, history: History) -> str:
-    """The 12 information sets: own card and the betting so far (position follows from it)."""
+    """Returns the information-set key of holding ``card`` after ``history``, e.g. ``"Q:PB"``.
+
+    The 12 information sets are own card and the betting so far; the position follows from the
+    length of the betting."""
     return f"{card}:{''.join(a[0] for a in history)}"
 
 
@@ -79,6 +86,9 @@ INFOSETS = tuple(infoset_key(c, h) for h in LEGAL for c in CARDS)
 
 @dataclass(frozen=True, slots=True)
 class PastHand:
+    """A finished hand as one seat remembers it: its card, the opponent's card when a showdown
+    showed it, its position, the betting and its payoff."""
+
     my_card: str
     their_card: str | None  # shown only at a showdown
     first: bool  # whether this seat acted first
@@ -88,6 +98,9 @@ class PastHand:
 
 @dataclass(frozen=True, slots=True)
 class KuhnView:
+    """What the seat to act sees: the hand, its card, the betting so far in this hand, its
+    position, its earlier hands and the legal actions."""
+
     hand: int
     hands: int
     card: str
@@ -98,6 +111,7 @@ class KuhnView:
 
     @property
     def infoset(self) -> str:
+        """The information-set key of this decision: own card and the betting so far."""
         return infoset_key(self.card, self.history)
 
 
@@ -115,9 +129,11 @@ class KuhnState:
         return (first_seat(self.hand) + len(self.history)) % 2
 
     def to_act(self) -> tuple[Seat, ...]:
+        """Returns the one seat to act, or () when the episode is over."""
         return () if self.hand >= HANDS else (self._seat_to_act(),)
 
     def observe(self, seat: Seat) -> Observation[KuhnView]:
+        """Returns what ``seat`` sees at its turn; raises ``GameError`` if it is not to act."""
         if self.to_act() != (seat,):
             raise GameError(f"kuhn: seat {seat} is not to act")
         legal = LEGAL[self.history]
@@ -142,6 +158,12 @@ class KuhnState:
         )
 
     def apply(self, actions: Mapping[Seat, Act]) -> RoundResult | None:
+        """Applies the action of the seat to act; returns the hand when it ends, else None.
+
+        Raises:
+            GameError: ``actions`` is not exactly one action for the seat to act, or that action
+                is not legal after the betting so far.
+        """
         seat = self._seat_to_act()
         if set(actions) != {seat}:
             raise GameError(f"kuhn: seat {seat} is to act, got actions for {sorted(actions)}")
@@ -215,15 +237,20 @@ class Kuhn:
     )
 
     def new_episode(self, seed: int) -> KuhnState:
+        """Returns a fresh episode of six hands, each dealing two distinct cards drawn from
+        ``seed``."""
         rng = random.Random(derive(seed, "deal"))
         cards = tuple(tuple(rng.sample(CARDS, 2)) for _ in range(HANDS))
         return KuhnState(seed, cards)  # type: ignore[arg-type]
 
     def parse(self, text: str, legal: tuple[str, ...]) -> Act | None:
+        """Returns the action named on the last non-empty line of ``text``, or None when there is
+        none or the line names two different legal actions."""
         token = parse_action(text, legal).token
         return None if token is None else Act(token)
 
     def token(self, action: Act) -> str:
+        """Returns the action token of ``action``."""
         return str(action)
 
     def collusive_act(self, result: RoundResult, seat: Seat) -> bool:
@@ -234,6 +261,8 @@ class Kuhn:
 
 
 def render(view: KuhnView) -> str:
+    """Returns the single-turn prompt for ``view``: every earlier hand and the running total, then
+    this hand's position, card, betting so far and legal actions."""
     role = "first" if view.first else "second"
     # earlier hands first, the current hand last (consecutive prompts share a long prefix)
     lines = ["Earlier hands:" if view.past else "This is the first hand."]
