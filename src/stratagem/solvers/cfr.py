@@ -346,9 +346,11 @@ class Solution:
 
 
 def checkpoints(iterations: int, count: int = 60) -> list[int]:
-    """Returns about ``count`` iteration numbers spaced evenly on a log scale, ending at
-    ``iterations``."""
-    points = np.unique(np.geomspace(1, iterations, num=min(count, iterations)).round().astype(int))
+    """Returns at most ``count`` iteration numbers spaced evenly on a log scale, from 1 to
+    ``iterations`` (every iteration when ``count`` covers them all)."""
+    if count >= iterations:
+        return list(range(1, iterations + 1))
+    points = np.unique(np.geomspace(1, iterations, num=count).round().astype(int))
     return [int(x) for x in points]
 
 
