@@ -74,6 +74,7 @@ def make_agent(spec: str, game: Game | str, options: LLMOptions | None = None) -
     if kind == "hf":
         from stratagem.backends.hf import HFBackend
 
+        _check_local_paths(arg, options.adapter)
         backend = HFBackend(
             arg or "embedded",
             adapter=options.adapter,
@@ -87,3 +88,18 @@ def make_agent(spec: str, game: Game | str, options: LLMOptions | None = None) -
 
         backend = OpenAIBackend.from_options(arg, options)
     return LLMAgent(backend, game, options.sampling, fallback=options.fallback)  # type: ignore[arg-type]
+
+
+def _check_local_paths(model: str, adapter: str | None) -> None:
+    """Refuse a model path or adapter folder that does not exist before any weights load.
+
+    A model written as a path (``/``, ``./``, ``../`` or ``~``) must exist; ``org/name`` is a
+    Hugging Face id and goes to ``from_pretrained`` as is.
+    """
+    from pathlib import Path
+
+    if model.startswith(("/", "./", "../", "~")) and not Path(model).expanduser().exists():
+        raise ConfigError(f"hf:{model}: no such model folder")
+    for folder in (adapter or "").split(","):
+        if folder and not Path(folder).expanduser().is_dir():
+            raise ConfigError(f"--adapter {folder}: no such adapter folder")
