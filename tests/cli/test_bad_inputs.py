@@ -194,3 +194,36 @@ def test_a_full_disk_ends_in_one_line_and_resumes_once_space_is_freed(tmp_path):
     ids = [json.loads(x)["episode_id"] for x in lines]
     assert len(ids) == len(set(ids)) == 200 * 11
     assert kept.name == "kept"
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again when the block ends
+
+
+@pytest.mark.parametrize("server", ["closed port", "500 forever"])
+def test_a_run_that_produced_nothing_says_so(tmp_path, server):
+    """A9: every call fails → exit ≠ 0, one line with the coverage, no 0.0 metric with n = 0."""
+    from tests.backends.fault_server import FaultServer
+
+    out = tmp_path / "run"
+    argv = ["eval", "--game", "ipd", "--agent", "openai:m", "--episodes", "1",
+            "--max-retries", "0", "--attempt-timeout", "2", "--out", str(out)]  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        if server == "closed port":
+            url = f"http://127.0.0.1:{closed_port()}/v1"
+        else:
+            url = stack.enter_context(FaultServer([("status", 500, {})])).url
+        r = run([*argv, "--base-url", url], tmp_path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr + r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "coverage: 0 of 11 episodes complete" in lines[0]
+    assert json.loads((out / "run.json").read_text())["status"] == "error"
+    import csv
+
+    rows = list(csv.DictReader((out / "metrics.csv").open()))
+    assert rows and all(row["value"] == "" for row in rows if row["n"] == "0")
+    assert not any(row["value"] in ("0.0", "0") and row["n"] == "0" for row in rows)

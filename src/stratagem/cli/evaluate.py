@@ -156,14 +156,14 @@ def _exit_on_errors(result: Evaluation, max_error_rate: float) -> None:
         return
     complete = attempted - result.errors
     first = next((t.error for t in result.traces if t.status != "complete"), "")
-    console.print(
+    line = (
         f"coverage: {complete} of {attempted} episodes complete; {result.errors} failed "
-        f"(first: {first}). Rerun the same command to retry them.",
-        highlight=False,
-        markup=False,
+        f"(first: {' '.join(first.split())}). Rerun the same command to retry them."
     )
     if result.errors / max(attempted, 1) > max_error_rate:
+        Console(stderr=True, soft_wrap=True).print(line, highlight=False, markup=False)
         raise typer.Exit(1)
+    console.print(line, highlight=False, markup=False)
 
 
 def default_out(cfg: EvalConfig) -> Path:

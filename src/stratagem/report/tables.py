@@ -27,10 +27,17 @@ def metric_rows(
     metrics: Mapping[str, Estimate], exact_exploitability: float | None = None
 ) -> list[dict[str, object]]:
     """Returns one ``{metric, value, stderr, n}`` row per metric, in order, plus an
-    ``exact_exploitability`` row (stderr 0, n 0) when it is given.
+    ``exact_exploitability`` row (stderr 0, n 0) when it is given. A metric measured on no
+    episode (n = 0) has value and stderr None — missing, never a 0.0 that reads as a result.
     """
     rows: list[dict[str, object]] = [
-        {"metric": k, "value": e.value, "stderr": e.stderr, "n": e.n} for k, e in metrics.items()
+        {
+            "metric": k,
+            "value": e.value if e.n else None,
+            "stderr": e.stderr if e.n else None,
+            "n": e.n,
+        }
+        for k, e in metrics.items()
     ]
     if exact_exploitability is not None:
         rows.append(
@@ -48,7 +55,9 @@ def markdown_table(rows: list[dict[str, object]], title: str = "") -> str:
     for r in rows:
         label = LABELS.get(str(r["metric"]), str(r["metric"]))
         n = "exact" if r["metric"] == "exact_exploitability" else r["n"]
-        lines.append(f"| {label} | {r['value']:.4f} | {r['stderr']:.4f} | {n} |")
+        value = "—" if r["value"] is None else f"{r['value']:.4f}"
+        stderr = "—" if r["stderr"] is None else f"{r['stderr']:.4f}"
+        lines.append(f"| {label} | {value} | {stderr} | {n} |")
     return "\n".join(lines) + "\n"
 
 
