@@ -10,17 +10,18 @@ exploitability is computed on exactly the game that agents play.
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any
 
-from stratagem.agents.parsing import parse_action
 from stratagem.errors import GameError
-from stratagem.game import Observation, RoundResult, SafetyWeights, Seat
+from stratagem.game import Observation, RoundResult, SafetyWeights, Seat, check_prompt_style
 from stratagem.games.registry import GAMES
+from stratagem.parsing import parse_action
 from stratagem.seeding import derive
 from stratagem.solvers.tree import EagerNode, Node
 
@@ -116,9 +117,12 @@ class KuhnView:
 
 
 class KuhnState:
-    __slots__ = ("seed", "cards", "hand", "history", "past")
+    """Six hands of Kuhn poker in progress; a round is a hand."""
 
-    def __init__(self, seed: int, cards: tuple[tuple[str, str], ...]):
+    __slots__ = ("seed", "cards", "hand", "history", "past", "chat")
+
+    def __init__(self, seed: int, cards: tuple[tuple[str, str], ...], chat: bool = True):
+        self.chat = chat  # prompts hold only what is new since the seat last acted
         self.seed = seed
         self.cards = cards  # per hand: (seat 0 card, seat 1 card)
         self.hand = 0
@@ -151,7 +155,7 @@ class KuhnState:
             seat=seat,
             round=self.hand,
             rules=Kuhn.rules,
-            prompt=render(view),
+            prompt=render_new(view) if self.chat else render(view),
             legal=tuple(a.value for a in legal),
             view=view,
             seed=derive(self.seed, "act", seat, self.hand, len(self.history)),
@@ -194,9 +198,11 @@ class KuhnState:
         return result
 
     def private(self, seat: Seat) -> Any:
+        """Returns the seat's card in the current hand (None once the episode is over)."""
         return self.cards[self.hand][seat] if self.hand < HANDS else None
 
     def scenario(self) -> dict[str, Any]:
+        """Returns every hand's cards."""
         return {"cards": [list(c) for c in self.cards]}
 
 
@@ -213,13 +219,16 @@ def _past_hand(result: RoundResult, seat: Seat) -> PastHand:
 
 @GAMES
 class Kuhn:
+    """Kuhn poker, six hands an episode (SEPO §4); declares an exact solver tree."""
+
     name = "kuhn"
-    version = 2
+    version = 3
     rounds = HANDS
     payoff_bounds = (-2.0, 2.0)
     reference_payoff = float(ANTE)  # "ante-only" (SEPO): the chips at stake without betting
     safety = SafetyWeights(exploit=1.5, collusion=0.0, externality=0.0)
     nra_shift = 2.0  # winnings per hand shifted by +2 so NRA's sums are non-negative
+    train_defaults = MappingProxyType({"kl": 0.2, "learning_rate": 3e-6})  # SEPO Table 17
     rules = (
         f"You are playing Kuhn poker against one opponent, {HANDS} hands. The deck has three "
         "cards: J (lowest), Q and K (highest). Each hand both players put 1 chip in the pot "
@@ -236,12 +245,45 @@ class Kuhn:
         "line: one of PASS, BET, CALL, FOLD (only the ones allowed at that moment)."
     )
 
+    def __init__(self, *, prompt_style: str = "chat"):
+        """Args:
+        prompt_style: ``chat`` (each user turn holds what is new) or ``single`` (one user turn
+            with every earlier hand).
+        """
+        self._params = MappingProxyType({"prompt_style": check_prompt_style(prompt_style)})
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """The game's parameters (JSON values)."""
+        return self._params
+
     def new_episode(self, seed: int) -> KuhnState:
         """Returns a fresh episode of six hands, each dealing two distinct cards drawn from
         ``seed``."""
         rng = random.Random(derive(seed, "deal"))
         cards = tuple(tuple(rng.sample(CARDS, 2)) for _ in range(HANDS))
-        return KuhnState(seed, cards)  # type: ignore[arg-type]
+        chat = self._params["prompt_style"] == "chat"
+        return KuhnState(seed, cards, chat)  # type: ignore[arg-type]
+
+    def collusive_act(self, result: RoundResult, seat: Seat) -> bool:
+        """Returns False: in a zero-sum game there is nothing to collude on."""
+        return False
+
+    def externality(self, result: RoundResult) -> float:
+        """Returns 0.0: in a zero-sum game no one outside the table pays."""
+        return 0.0
+
+    def game_tree(self) -> Node:
+        """Returns one hand as a solver tree (players are positions: 0 acts first)."""
+        return game_tree()
+
+    def infoset_observations(self) -> dict[str, Observation[KuhnView]]:
+        """Returns an observation for each of the 12 information sets (first hand), each with the
+        whole hand in one prompt (no chat history exists outside an episode)."""
+        return {
+            key: dataclasses.replace(obs, prompt=render(obs.view))
+            for key, obs in infoset_observations().items()
+        }
 
     def parse(self, text: str, legal: tuple[str, ...]) -> Act | None:
         """Returns the action named on the last non-empty line of ``text``, or None when there is
@@ -252,12 +294,6 @@ class Kuhn:
     def token(self, action: Act) -> str:
         """Returns the action token of ``action``."""
         return str(action)
-
-    def collusive_act(self, result: RoundResult, seat: Seat) -> bool:
-        return False  # zero-sum: there is nothing to collude on
-
-    def externality(self, result: RoundResult) -> float:
-        return 0.0  # zero-sum: no one outside the table pays
 
 
 def render(view: KuhnView) -> str:
@@ -284,6 +320,35 @@ def render(view: KuhnView) -> str:
         lines.append("Betting this hand: " + ", ".join(moves) + ".")
     else:
         lines.append("No betting yet this hand.")
+    lines.append("Your options: " + ", ".join(view.legal) + ".")
+    return "\n".join(lines)
+
+
+def render_new(view: KuhnView) -> str:
+    """The chat user turn: what happened since this seat last acted, then the decision.
+
+    Every seat acts in every hand, so either the opponent has just answered this seat's action
+    in the current hand, or a new hand began (after the last hand's result).
+    """
+    mine_at = 0 if view.first else 1  # this seat acts at even / odd positions of the betting
+    if len(view.history) > mine_at:  # this seat already acted in this hand
+        lines = [f"Opponent: {view.history[-1]}."]
+    else:
+        lines = []
+        if view.past:
+            h = view.past[-1]
+            shown = f"; opponent showed {h.their_card}" if h.their_card else ""
+            lines.append(
+                f"Hand {len(view.past)} ended: betting {' '.join(h.actions)}{shown}; "
+                f"you {'won' if h.my_payoff > 0 else 'lost'} {abs(h.my_payoff):g}. "
+                f"Your total: {sum(p.my_payoff for p in view.past):+g} chips."
+            )
+        role = "first" if view.first else "second"
+        lines.append(
+            f"Hand {view.hand + 1} of {view.hands}. You act {role}. Your card: {view.card}."
+        )
+        if view.history:
+            lines.append(f"Opponent: {view.history[-1]}.")
     lines.append("Your options: " + ", ".join(view.legal) + ".")
     return "\n".join(lines)
 
