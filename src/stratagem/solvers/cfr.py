@@ -161,21 +161,30 @@ class CFRSolver:
         self._reach = np.ones((n, 3))  # the root's row stays 1
         self._value = np.zeros(n + 1)  # node n is the sentinel: always 0
         self._weighted = np.zeros(n + 1)
+        self._down, self._up = zip(*(self._passes(p) for p in (0, 1)), strict=True)
+
+    def _passes(self, player: int) -> tuple[list, list]:
+        """The depths a pass of ``player`` walks: reach down to the player's deepest decision
+        nodes, values up to its shallowest ones (nothing else is read)."""
+        tree = self.tree
         starts = [int(x) for x in tree.depth_start]
-        deepest = max(d for d in range(len(starts) - 1) if len(tree.internal[d]))
-        # reach is needed down to the deepest internal nodes; terminals need none
-        self._down = [
+        depth = np.searchsorted(tree.depth_start, np.flatnonzero(tree.player == player), "right")
+        if not len(depth):  # the player never moves
+            return [], []
+        shallowest, deepest = int(depth.min()) - 1, int(depth.max()) - 1
+        down = [
             (starts[d], starts[d + 1], tree.parent[starts[d] : starts[d + 1]])
             for d in range(1, deepest + 1)
         ]
-        self._up = []  # (children's slice, parents' slice, padded children), deepest first
-        for d in range(deepest, -1, -1):
+        up = []  # (children's slice, parents' slice, padded children), deepest first
+        for d in range(len(tree.internal) - 1, shallowest - 1, -1):
             k = len(tree.internal[d])
             if k:  # flatten puts a depth's internal nodes first
                 assert np.array_equal(tree.internal[d], np.arange(starts[d], starts[d] + k))
-                self._up.append(
+                up.append(
                     (starts[d + 1], starts[d + 2], starts[d], starts[d] + k, tree.children[d])
                 )
+        return down, up
 
     def _player_edges(self, player: int) -> _Edges:
         tree = self.tree
@@ -196,11 +205,11 @@ class CFRSolver:
         probs = self._table[tree.edge]  # (N,)
         factor, reach = self._factor, self._reach  # (N, 3) each
         factor[self._cell] = probs
-        for lo, hi, parents in self._down:  # π(child) = π(parent) × its edge, per column
+        for lo, hi, parents in self._down[player]:  # π(child) = π(parent) × its edge, per column
             np.multiply(factor[lo:hi], reach[parents], out=reach[lo:hi])
         value, weighted = self._value, self._weighted  # (N + 1,) each
         value[:-1] = tree.payoffs[:, player]
-        for lo, hi, ilo, ihi, children in self._up:  # v(h) = Σ_a σ(a) v(ha), left to right
+        for lo, hi, ilo, ihi, children in self._up[player]:  # v(h) = Σ_a σ(a) v(ha), left to right
             np.multiply(probs[lo:hi], value[lo:hi], out=weighted[lo:hi])
             np.add.reduce(weighted[children], axis=0, out=value[ilo:ihi])
         edges = self._edges[player]
