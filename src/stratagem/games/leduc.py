@@ -24,6 +24,8 @@ from stratagem.solvers.tree import EagerNode, Node
 
 
 class Act(StrEnum):
+    """Leduc's actions, in OpenSpiel's order (CALL checks when there is nothing to call)."""
+
     FOLD = "FOLD"
     CALL = "CALL"
     RAISE = "RAISE"

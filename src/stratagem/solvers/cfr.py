@@ -22,10 +22,16 @@ by its player is uniform.
 
 Implementation: ``CFRSolver`` flattens the tree once through the protocol (``tree.flatten``)
 and runs each pass as a few numpy operations per depth: reach probabilities go down with one
-gather-multiply per depth, values come up with one ``np.add.reduceat`` per depth, and the regret
-and policy sums over an information set's histories are one ``np.bincount``. πᵢ(h) is the same at
-every history of an information set (perfect recall), so it is read at one of them. Its naive
-equivalent is ``ReferenceCFR``, a direct recursion over the protocol; tests compare the two.
+gather-multiply per depth, values come up with one gather-and-sum per depth, and the regret and
+policy sums over an information set's histories are one ``np.add.at`` each. Every floating-point
+operation happens in the order of a recursion over the tree (and of OpenSpiel's): children are
+added left to right, an information set's histories depth first, and π₋ᵢ is the opponent's reach
+times chance's, each kept apart on the way down. The average policy is then OpenSpiel's to the
+last bit. That matters: regret matching+ turns a rounding difference in a regret near zero into
+a different policy, and two implementations that sum in different orders drift apart (measured
+on Leduc: 5e-4 in the average policy after 150 CFR+ iterations, 2e-2 after 200). Its naive
+equivalent is ``ReferenceCFR``, a direct recursion over the protocol; tests compare the two bit
+for bit.
 """
 
 from __future__ import annotations
@@ -125,14 +131,8 @@ class _Edges:
 
 
 class CFRSolver:
-    """CFR or CFR+ with alternating updates on a flattened tree (see the module docstring).
-
-    Every floating-point operation happens in the order of OpenSpiel's recursion (sums of
-    children left to right, sums over an infoset's histories depth first, reach probabilities
-    per player and chance multiplied at the end), so the average policy equals OpenSpiel's to
-    the last bit or nearly; CFR+ amplifies any difference in rounding, so this order is what
-    keeps the two equal beyond a hundred or so iterations on Leduc.
-    """
+    """CFR or CFR+ with alternating updates on a flattened tree (see the module docstring),
+    its floating-point operations in the order of ``ReferenceCFR`` and OpenSpiel's solvers."""
 
     def __init__(self, root: Node | FlatTree, variant: Variant = CFR_PLUS) -> None:
         """Flatten ``root`` (once) and start from the uniform policy with zero regrets."""

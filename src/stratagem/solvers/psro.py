@@ -115,6 +115,8 @@ class CandidateOracle:
     candidates: tuple[str, ...]
 
     def respond(self, game: MetaGame, seat: int, opponent: np.ndarray) -> tuple[str, float]:
+        """Returns the best candidate for ``seat`` and its expected payoff against the opponent
+        population mixed by ``opponent``."""
         others = game.populations[1 - seat]
         pairs = [
             (c, o) if seat == 0 else (o, c)
@@ -152,6 +154,8 @@ class TreeGame:
         return {key: mine[owner][key] for key, owner in self._owners.items()}
 
     def respond(self, game: MetaGame, seat: int, opponent: np.ndarray) -> tuple[str, float]:
+        """Returns a new policy ``BR<seat>.<k>``, an exact best response to the opponent's
+        meta-strategy (as a behaviour policy), and its value."""
         mixture = mix_policies(
             self.root,
             1 - seat,

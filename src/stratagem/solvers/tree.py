@@ -93,21 +93,26 @@ class EagerNode:
         return cls(player, actions, children, key=infoset)
 
     def actions(self) -> tuple[str, ...]:
+        """Returns the legal actions, the chance outcomes, or () when the node is terminal."""
         return self.labels
 
     def child(self, action: str) -> EagerNode:
+        """Returns the node after ``action``; raises ``KeyError`` for an action not listed."""
         try:
             return self.children[self.labels.index(action)]
         except ValueError:
             raise KeyError(action) from None
 
     def chances(self) -> tuple[float, ...]:
+        """Returns the outcome probabilities at a chance node, or () elsewhere."""
         return self.probs
 
     def infoset(self) -> str:
+        """Returns the information-set key at a decision node, or "" elsewhere."""
         return self.key
 
     def returns(self) -> tuple[float, float]:
+        """Returns both players' payoffs at a terminal node, or (0.0, 0.0) elsewhere."""
         return self.payoffs
 
 
@@ -183,14 +188,17 @@ class FlatTree:
 
     @property
     def n_nodes(self) -> int:
+        """The number of nodes N (the sentinel excluded)."""
         return len(self.player)
 
     @property
     def n_slots(self) -> int:
+        """The number of (information set, action) slots S."""
         return int(self.slot_start[-1])
 
     @property
     def n_infosets(self) -> int:
+        """The number of information sets I."""
         return len(self.keys)
 
     def edge_probs(self, policy: np.ndarray) -> np.ndarray:
