@@ -377,6 +377,10 @@ class BargainingState:
             },
         )
 
+    def private(self, seat: Seat) -> Any:
+        """Returns what ``seat`` alone knows of the deal: the item and its reservation value."""
+        return (self.setup.item.title, self.value(seat))
+
     def scenario(self) -> dict[str, Any]:
         """Returns the scenario (item and both reservation values) for the trace."""
         return self.setup.to_dict()
