@@ -11,6 +11,7 @@ from stratagem.game import Game
 from stratagem.games import (  # noqa: F401 (registers)
     auction,
     bargaining,
+    dond,
     ipd,
     kuhn,
     multi_issue,

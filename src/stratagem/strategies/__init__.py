@@ -57,6 +57,7 @@ def sft_mixture(game: str) -> dict[str, float]:
 from stratagem.strategies import (  # noqa: E402 (the modules import the helpers above)
     auction,
     bargaining,
+    dond,
     ipd,
     kuhn,
     multi_issue,
@@ -70,5 +71,6 @@ for _game, _mod in (
     ("multi_issue", multi_issue),
     ("kuhn", kuhn),
     ("bargaining", bargaining),
+    ("dond", dond),
 ):
     register_strategies(_game, _mod)
