@@ -79,7 +79,12 @@ def test_stopping_ends_a_sequence_at_its_action(backend):
     chat = [{"role": "user", "content": "Write a long story about a cat."}]
     free = backend.generate([chat], Sampling(max_new_tokens=40))[0]
     assert free.finish_reason == "length" and free.tokens == 40
-    stopped = backend.generate([chat], Sampling(max_new_tokens=40), legal=[("cat", "dog")])[0]
+    import functools
+
+    from stratagem.parsing import holds_action
+
+    check = functools.partial(holds_action, legal=("cat", "dog"))
+    stopped = backend.generate([chat], Sampling(max_new_tokens=40), stop=[check])[0]
     assert stopped.finish_reason == "action" and stopped.tokens < 20
     assert free.text.startswith(stopped.text)
     assert stopped.text.rstrip().lower().endswith("cat")

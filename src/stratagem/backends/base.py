@@ -9,7 +9,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 Message = Mapping[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
 Chat = Sequence[Message]
 StopCheck = Callable[[str], bool]  # on the text generated so far: True once the answer is done
-FinishReason = Literal["stop", "length", "action", "error", "empty"]
+FinishReason = Literal["stop", "length", "action", "error", "empty", "truncated"]
 
 
 @dataclass(frozen=True)
