@@ -515,3 +515,19 @@ def test_random_negotiator_is_deterministic_given_its_seed():
     a = play_one(game, [get_strategy("dond", "RandomNegotiator"), FairSplit()], 4)
     b = play_one(game, [get_strategy("dond", "RandomNegotiator"), FairSplit()], 4)
     assert a.to_json() == b.to_json()
+
+
+@pytest.mark.slow
+def test_the_embedded_model_plays_full_episodes_in_self_play():
+    """SmolLM2 plays itself (one batch per tick); whatever it says, episodes end and score."""
+    from stratagem.backends.base import Sampling
+    from stratagem.backends.hf import HFBackend
+    from stratagem.metrics.dond import dond_metrics
+
+    game = get_game("dond")
+    agent = LLMAgent(HFBackend(dtype="float32"), game, Sampling(max_new_tokens=16))
+    traces = list(play(game, [EpisodeSpec(str(i), i, (agent, agent)) for i in range(2)]))
+    assert all(t.status == "complete" and t.rounds for t in traces)
+    assert all(d.text is not None for t in traces for d in t.decisions)
+    metrics = dond_metrics(traces, both_seats=True)
+    assert metrics["abort_rate"].n == 2
