@@ -26,13 +26,13 @@ from stratagem.agent import Agent, Decision
 from stratagem.errors import GameError
 from stratagem.game import (
     Game,
+    HasAnswerText,
     HasScenarios,
     Message,
     Observation,
     RoundResult,
     Seat,
     State,
-    answer_text,
     keeps_history,
 )
 from stratagem.trace import DecisionRecord, Trace
@@ -86,6 +86,8 @@ class Episode:
         self._pending: dict[Seat, Any] = {}
         self._observed: dict[Seat, Observation] = {}
         self._history = keeps_history(game)
+        # checked once: a runtime protocol check per decision costs more than the game itself
+        self._answer_text = game.answer_text if isinstance(game, HasAnswerText) else game.token
 
     @classmethod
     def from_spec(cls, game: Game, spec: EpisodeSpec) -> Episode:
@@ -119,7 +121,7 @@ class Episode:
                 continue
             if seat not in self._observed:
                 obs = self.state.observe(seat)
-                if self._history:
+                if self._history and self._chats[seat]:
                     obs = dataclasses.replace(obs, history=tuple(self._chats[seat]))
                 self._observed[seat] = obs
             out.append(self._observed[seat])
@@ -131,8 +133,10 @@ class Episode:
         A decision that carries an ``error`` (its backend gave up) ends the episode as an
         error. Raises ``GameError`` for a seat that is not waiting or an illegal action token.
         """
-        obs = next((o for o in self.waiting() if o.seat == seat), None)
-        if obs is None:
+        if seat not in self._observed:
+            self.waiting()
+        obs = self._observed.get(seat)
+        if obs is None or seat in self._pending:
             raise GameError(f"{self.game.name}: seat {seat} is not waiting for a decision")
         self.decisions.append(self._record(obs, decision, agent or self.agents[seat]))
         if decision.error is not None:
@@ -148,7 +152,7 @@ class Episode:
                     "assistant",
                     decision.text
                     if decision.text is not None
-                    else answer_text(self.game, decision.action),
+                    else self._answer_text(decision.action),
                 ),
             )
         )

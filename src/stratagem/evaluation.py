@@ -8,7 +8,7 @@ so an LLM agent sees one batch per tick across every opponent.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,11 +20,11 @@ from stratagem.metrics.kuhn import policy_of
 from stratagem.metrics.sepo import SEPOGame, as_sepo_game, sepo_metrics
 from stratagem.play import play
 from stratagem.pools import Pools
-from stratagem.runs import RunFolder
+from stratagem.runs import TRACES, RunFolder
 from stratagem.seeding import derive
 from stratagem.solvers.best_response import exploitability
 from stratagem.strategies import get_pools, get_strategy
-from stratagem.trace import Trace, read_traces
+from stratagem.trace import Trace, iter_traces, read_traces
 
 POLICY = "policy.json"  # the agent's tabular policy, for games with a solver tree
 
@@ -32,17 +32,30 @@ POLICY = "policy.json"  # the agent's tabular policy, for games with a solver tr
 @dataclass
 class Evaluation:
     """The result of ``evaluate``: metrics by name, the traces, and (for games with a solver tree)
-    the agent's exact exploitability and tabular policy."""
+    the agent's exact exploitability and tabular policy.
+
+    A run-folder evaluation keeps no traces in memory (its metrics stream from the trace file);
+    ``traces`` reads them from the folder on first access.
+    """
 
     game: str
     agent: str
     metrics: dict[str, Estimate]
-    traces: list[Trace] = field(repr=False)
+    loaded: list[Trace] | None = field(default=None, repr=False)
     exact_exploitability: float | None = None  # games with a solver tree (Kuhn)
     policy: dict[str, dict[str, float]] | None = None  # the agent's policy per information set
     normalised: bool = False
     errors: int = 0
     out: Path | None = None
+    episodes: int = 0  # traces the metrics read (complete and errored)
+    first_error: str | None = None
+
+    @property
+    def traces(self) -> list[Trace]:
+        """Returns every trace of the evaluation (read from the run folder if not in memory)."""
+        if self.loaded is None:
+            self.loaded = read_traces(self.out / TRACES) if self.out is not None else []
+        return self.loaded
 
 
 def episode_seed(seed: int, game: str, index: int) -> int:
@@ -96,7 +109,9 @@ def evaluate(
     specs = sepo_episodes(game, agent, episodes=episodes, seed=seed)
     if out is None:
         traces = list(play(game, specs, max_live=max_live, on_finish=on_episode))
-        return _result(game, agent, traces, normalise, None)
+        result = _result(game, agent, traces, normalise, None)
+        result.loaded = traces
+        return result
     fingerprint = {
         "job": "eval",
         "game": game.name,
@@ -111,13 +126,13 @@ def evaluate(
     }
     with RunFolder(out, fingerprint, runtime={"max_live": max_live}) as run:
         errors = run.play(game, specs, max_live=max_live, on_episode=on_episode)
-        traces = read_traces(run.traces_path)
-        result = _result(game, agent, traces, normalise, run.path)
+        result = _result(game, agent, iter_traces(run.traces_path), normalise, run.path)
         result.errors = errors
         if result.policy is not None:
             (run.path / POLICY).write_text(json.dumps(result.policy, indent=1, sort_keys=True))
         write_metrics(run.path, result.metrics, result.exact_exploitability, normalise)
-        run.finish(run_status(len(traces), errors), episodes=len(traces), errors=errors)
+        status = run_status(result.episodes, errors)
+        run.finish(status, episodes=result.episodes, errors=errors)
     return result
 
 
@@ -129,22 +144,26 @@ def run_status(episodes: int, errors: int) -> str:
 
 
 def _result(
-    game: Game, agent: Agent, traces: list[Trace], normalise: bool, out: Path | None
+    game: Game, agent: Agent, traces: Iterable[Trace], normalise: bool, out: Path | None
 ) -> Evaluation:
+    """Metrics of ``traces`` (read once: SEPO metrics keep a summary per episode, not the
+    trace), and the exact exploitability where the game has a solver tree."""
+    seen = {"episodes": 0, "first_error": None}
+
+    def counted() -> Iterator[Trace]:
+        for t in traces:
+            seen["episodes"] += 1
+            if t.status != "complete" and seen["first_error"] is None:
+                seen["first_error"] = t.error
+            yield t
+
     if isinstance(game, SEPOGame):
-        metrics = sepo_metrics(traces, game, normalise=normalise)
+        metrics = sepo_metrics(counted(), game, normalise=normalise)
     else:
-        metrics = game.metrics(traces)  # type: ignore[union-attr] (checked in evaluate)
-    if not isinstance(game, HasSolverTree):
-        return Evaluation(game.name, agent.name, metrics, traces, normalised=normalise, out=out)
-    policy = policy_of(agent, game)
-    return Evaluation(
-        game.name,
-        agent.name,
-        metrics,
-        traces,
-        exploitability(game.game_tree(), policy),
-        policy,
-        normalise,
-        out=out,
-    )
+        metrics = game.metrics(list(counted()))  # type: ignore[union-attr] (checked in evaluate)
+    result = Evaluation(game.name, agent.name, metrics, normalised=normalise, out=out)
+    result.episodes, result.first_error = seen["episodes"], seen["first_error"]  # type: ignore[assignment]
+    if isinstance(game, HasSolverTree):
+        result.policy = policy_of(agent, game)
+        result.exact_exploitability = exploitability(game.game_tree(), result.policy)
+    return result

@@ -151,11 +151,11 @@ def _refuse_llm_options(cfg: EvalConfig) -> None:
 
 def _exit_on_errors(result: Evaluation, max_error_rate: float) -> None:
     """A9: a run with errored episodes says so and exits 1 (beyond ``max_error_rate``)."""
-    attempted = len(result.traces)
+    attempted = result.episodes
     if not result.errors:
         return
     complete = attempted - result.errors
-    first = next((t.error for t in result.traces if t.status != "complete"), "")
+    first = result.first_error or ""
     line = (
         f"coverage: {complete} of {attempted} episodes complete; {result.errors} failed "
         f"(first: {' '.join(first.split())}). Rerun the same command to retry them."
@@ -172,7 +172,7 @@ def default_out(cfg: EvalConfig) -> Path:
 
 
 def print_evaluation(result: Evaluation) -> None:
-    n_ep = len(result.traces)
+    n_ep = result.episodes or len(result.traces)
     table = Table(title=f"SEPO metrics · {result.game} · {result.agent} · {n_ep} episodes")
     table.add_column("metric")
     table.add_column("value", justify="right")

@@ -53,5 +53,15 @@ def report_command(run: Path = typer.Argument(..., help="A run folder written by
         exact = exploitability(game.game_tree(), policy)
     write_metrics(run, metrics, exact, normalise)
     print_evaluation(
-        Evaluation(game.name, fp["agent"], metrics, traces, exact, policy, normalise, out=run)
+        Evaluation(
+            game.name,
+            fp["agent"],
+            metrics,
+            traces,
+            exact,
+            policy,
+            normalise,
+            out=run,
+            episodes=len(traces),
+        )
     )

@@ -9,7 +9,7 @@ non-negative. The error is a seeded bootstrap over episodes within each opponent
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -40,6 +40,12 @@ def nra(traces: Sequence[Trace], shift: float = 0.0, seed: int = 0) -> Estimate:
         mine = sum(r.payoffs[s] + shift for r in t.rounds)
         theirs = sum(r.payoffs[1 - s] + shift for r in t.rounds)
         sums[t.meta.get("opponent", t.agents[1 - s])].append((mine, theirs))
+    return nra_from_sums(sums, seed)
+
+
+def nra_from_sums(sums: Mapping[str, list[tuple[float, float]]], seed: int = 0) -> Estimate:
+    """Returns NRA from per-opponent lists of (agent sum, opponent sum) per episode, in order
+    (the bootstrap draws episodes in that order); 0 with n = 0 when there are none."""
     if not sums:
         return Estimate(0.0, 0.0, 0)
     rng = np.random.default_rng(seed)
