@@ -73,12 +73,16 @@ def test_fifteen_thousand_negotiations_killed_three_times_each_exactly_once(tmp_
         "summary.csv",
         "summary.parquet",
         "summary.md",
-        "price_tiers.csv",
-        "price_tier_spreads.csv",
+        "tiers_reference.csv",
+        "tiers_own.csv",
+        "tier_spreads_reference.csv",
+        "tier_spreads_own.csv",
         "profiles.csv",
         "profiles.png",
-        "heatmap_seller_surplus_share.png",
-        "heatmap_buyer_surplus_share.png",
+        "ranking.csv",
+        "heatmap_GFT_surplus_share.png",
+        "heatmap_NGFT_violation.png",
+        "report.html",
     ):
         assert (out / name).exists(), name
     assert (out / "profiles.png").read_bytes()[:4] == b"\x89PNG"
@@ -134,10 +138,11 @@ def test_metric_definitions_on_one_negotiation(rows):
 
 
 def test_price_tiers_and_profiles(rows):
-    means, spreads = bm.price_tiers(rows)
-    assert set(means.tier) == {"Q1", "Q2", "Q3", "Q4", "Q5"}
-    assert (spreads["surplus_share"].dropna() >= 0).all()
-    prof = bm.profiles(rows).set_index("agent")
+    for basis in ("reference", "own"):
+        means, spreads = bm.price_tiers(rows, basis)
+        assert set(means.tier) == {"Q1", "Q2", "Q3", "Q4", "Q5"}
+        assert (spreads["surplus_share"].dropna() >= 0).all()
+    prof = bm.profiles(rows).set_index(["agent", "role"])
     assert list(prof.columns) == [
         "IR compliance",
         "surplus %",
@@ -146,10 +151,10 @@ def test_price_tiers_and_profiles(rows):
         "consistency",
         "pressure resistance",
     ]
-    assert prof.loc["Boulware", "IR compliance"] == 100.0
-    assert (
-        prof.loc["NaiveAccepter", "pressure resistance"] < prof.loc["Linear", "pressure resistance"]
-    )
+    for role in ("seller", "buyer"):
+        assert prof.loc[("Boulware", role), "IR compliance"] == 100.0
+        naive = prof.loc[("NaiveAccepter", role), "pressure resistance"]
+        assert naive < prof.loc[("Linear", role), "pressure resistance"]
 
 
 def test_round_robin_works_for_other_two_seat_games(tmp_path):
