@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from stratagem.parsing import parse_action
 from stratagem.games import get_game
+from stratagem.parsing import parse_action
 from stratagem.training.sft_data import DATASETS
 
 

@@ -51,6 +51,7 @@ class EvalConfig(BaseModel):
     new_run: bool = False
 
     def llm_options(self) -> LLMOptions:
+        """Returns the backend and generation settings of an LLM agent."""
         return LLMOptions(**{k: getattr(self, k) for k in LLMOptions.__dataclass_fields__})
 
 
@@ -167,11 +168,13 @@ def _exit_on_errors(result: Evaluation, max_error_rate: float) -> None:
 
 
 def default_out(cfg: EvalConfig) -> Path:
+    """Returns the default run folder: ``runs/<game>/<agent>-s<seed>-n<episodes>``."""
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", cfg.agent)
     return Path("runs") / cfg.game / f"{slug}-s{cfg.seed}-n{cfg.episodes}"
 
 
 def print_evaluation(result: Evaluation) -> None:
+    """Print the metrics table (missing metrics as —) and the run folder."""
     n_ep = result.episodes or len(result.traces)
     table = Table(title=f"SEPO metrics · {result.game} · {result.agent} · {n_ep} episodes")
     table.add_column("metric")

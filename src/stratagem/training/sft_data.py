@@ -6,8 +6,9 @@ robust pool, which is for evaluation only); every decision of the demonstrator b
 example — the seat's chat exactly as an LLM agent sees it at that decision (``chat_for``:
 system = rules, then the earlier user turns and the demonstrator's own earlier answers, then what
 is new) and the assistant answer: a short templated reason and the action on the last line.
-Examples are written as JSONL ``messages`` rows (80/20 train/test) that ``datasets.load_dataset("json", ...)`` and TRL
-read directly, with a dataset card of counts and lengths.
+Examples are written as JSONL ``messages`` rows (80/20 train/test) that
+``datasets.load_dataset("json", ...)`` and TRL read directly, with a dataset card of counts and
+lengths.
 """
 
 from __future__ import annotations

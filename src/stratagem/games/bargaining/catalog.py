@@ -27,6 +27,8 @@ SPLITS = (("train", 0.80), ("validation", 0.085), ("test", 0.115))
 
 @dataclass(frozen=True, slots=True)
 class Item:
+    """A catalog item: what it is and its historical price range (SPEC §8, Definition 1)."""
+
     title: str
     category: str
     description: str
@@ -35,11 +37,14 @@ class Item:
 
     @property
     def reference(self) -> float:
+        """Returns the reference price: the midpoint of the historical range."""
         return (self.low + self.high) / 2
 
 
 @dataclass(frozen=True, slots=True)
 class Scenario:
+    """One negotiation's deal: the item and both reservation values, GFT when v_b > v_s."""
+
     index: int
     item: Item
     seller_value: float  # v_s, the seller's cost
@@ -47,10 +52,12 @@ class Scenario:
     regime: Regime
 
     def to_dict(self) -> dict:
+        """Returns the scenario as JSON values (traces store it)."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> Scenario:
+        """Returns the scenario ``to_dict`` wrote."""
         return cls(d["index"], Item(**d["item"]), d["seller_value"], d["buyer_value"], d["regime"])
 
 
