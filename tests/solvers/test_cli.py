@@ -90,3 +90,8 @@ def test_psro_rejects_unknown_names(tmp_path):
     assert "did you mean 'replicator'" in str(result.exception)
     result = run("psro", "-g", "ipd", "--candidates", "TitForTatt", "-o", str(tmp_path))
     assert "did you mean 'TitForTat'" in str(result.exception)
+
+
+def test_psro_on_a_solver_only_game_needs_the_exact_oracle(tmp_path):
+    result = run("psro", "-g", "leduc", "-o", str(tmp_path))
+    assert "--oracle exact" in str(result.exception)

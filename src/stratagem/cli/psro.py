@@ -44,20 +44,27 @@ class PSROConfig(BaseModel):
 def psro_command(
     game: str = typer.Option(None, "--game", "-g", help="Game id, e.g. ipd (or kuhn, leduc)."),
     meta_solver: str = typer.Option(
-        None, "--meta-solver", "-m", help=f"One of {', '.join(META_SOLVERS)} [replicator]."
+        None, "--meta-solver", "-m", help=f"One of {', '.join(META_SOLVERS)} (default: replicator)."
     ),
     oracle: str = typer.Option(
-        None, help="candidates (best of a strategy list) or exact (solver games) [candidates]."
+        None,
+        help="candidates (best of a strategy list) or exact (solver games) (default: candidates).",
     ),
     candidates: str = typer.Option(
-        None, help="Comma-separated candidate strategies [all of the game's]."
+        None, help="Comma-separated candidate strategies (default: all of the game's)."
     ),
-    initial: str = typer.Option(None, help="Both seats' first strategy [the first candidate]."),
-    iterations: int = typer.Option(None, "--iterations", "-n", help="PSRO iterations [20]."),
-    episodes: int = typer.Option(None, "--episodes", "-e", help="Episodes per cell [20]."),
-    tolerance: float = typer.Option(None, help="Stop when no gain exceeds this [1e-6]."),
-    seed: int = typer.Option(None, "--seed", "-s", help="Base seed [0]."),
-    out: str = typer.Option(None, "--out", "-o", help="Run folder [runs/psro-<game>-<solver>]."),
+    initial: str = typer.Option(
+        None, help="Both seats' first strategy (default: the first candidate)."
+    ),
+    iterations: int = typer.Option(
+        None, "--iterations", "-n", help="PSRO iterations (default: 20)."
+    ),
+    episodes: int = typer.Option(None, "--episodes", "-e", help="Episodes per cell (default: 20)."),
+    tolerance: float = typer.Option(None, help="Stop when no gain exceeds this (default: 1e-6)."),
+    seed: int = typer.Option(None, "--seed", "-s", help="Base seed (default: 0)."),
+    out: str = typer.Option(
+        None, "--out", "-o", help="Run folder (default: runs/psro-<game>-<solver>)."
+    ),
     config: Path = typer.Option(None, "--config", "-c", help="YAML or TOML file of settings."),
 ) -> None:
     """Grow each seat's population by best responses to a meta-solver's meta-strategy."""
@@ -131,10 +138,13 @@ def psro_command(
 
 def _simulated(cfg: PSROConfig):
     """The meta-game, candidate oracle and first strategy of a simulated (text) game."""
+    from stratagem.cli.solve import SOLVER_ONLY
     from stratagem.games import get_game
     from stratagem.solvers.psro import CandidateOracle, MetaGame, simulate
     from stratagem.strategies import get_strategy, strategies
 
+    if cfg.game in SOLVER_ONLY:
+        raise ConfigError(f"{cfg.game} is a solver game without strategies: use --oracle exact")
     the_game = get_game(cfg.game)
     known = strategies(cfg.game).names()
     names = cfg.candidates or list(known)

@@ -58,10 +58,12 @@ def solver_tree(game: str) -> Node:
 
 def solve_command(
     game: str = typer.Option(None, "--game", "-g", help="Solver game: kuhn or leduc."),
-    algorithm: str = typer.Option(None, "--algorithm", "-a", help="cfr or cfr+ [cfr+]."),
-    iterations: int = typer.Option(None, "--iterations", "-n", help="Iterations [1000]."),
-    points: int = typer.Option(None, help="Checkpoints on the exploitability curve [60]."),
-    out: str = typer.Option(None, "--out", "-o", help="Run folder [runs/solve-<game>-<alg>]."),
+    algorithm: str = typer.Option(None, "--algorithm", "-a", help="cfr or cfr+ (default: cfr+)."),
+    iterations: int = typer.Option(None, "--iterations", "-n", help="Iterations (default: 1000)."),
+    points: int = typer.Option(None, help="Checkpoints on the exploitability curve (default: 60)."),
+    out: str = typer.Option(
+        None, "--out", "-o", help="Run folder (default: runs/solve-<game>-<alg>)."
+    ),
     config: Path = typer.Option(None, "--config", "-c", help="YAML or TOML file of settings."),
 ) -> None:
     """Solve a two-player poker game with CFR or CFR+: policy, value and exploitability curve."""
