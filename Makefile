@@ -38,6 +38,8 @@ bench: setup
 	$(BIN)/python benchmarks/bargaining.py
 	$(BIN)/python benchmarks/llm.py
 	$(BIN)/python benchmarks/training.py
+	$(BIN)/python benchmarks/memory.py
+	$(BIN)/python benchmarks/solvers.py
 
 golden: setup
 	$(BIN)/python tests/golden/regenerate.py
