@@ -176,7 +176,8 @@ def default_out(cfg: EvalConfig) -> Path:
 def print_evaluation(result: Evaluation) -> None:
     """Print the metrics table (missing metrics as —) and the run folder."""
     n_ep = result.episodes or len(result.traces)
-    table = Table(title=f"SEPO metrics · {result.game} · {result.agent} · {n_ep} episodes")
+    kind = "SEPO metrics" if "safety_j" in result.metrics else "Metrics"
+    table = Table(title=f"{kind} · {result.game} · {result.agent} · {n_ep} episodes")
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("± stderr", justify="right")

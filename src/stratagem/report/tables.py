@@ -76,7 +76,8 @@ def write_metrics(
         writer.writeheader()
         writer.writerows(rows)
     note = f"Payoffs normalised by 3 / reference payoff: {'yes' if normalised else 'no'}.\n"
-    (folder / "metrics.md").write_text(markdown_table(rows, "SEPO metrics") + "\n" + note)
+    title = "SEPO metrics" if "safety_j" in metrics else "Metrics"
+    (folder / "metrics.md").write_text(markdown_table(rows, title) + "\n" + note)
 
 
 def write_frame(frame, stem: Path, title: str) -> list[Path]:
