@@ -45,8 +45,8 @@ from typing import Any
 
 from stratagem.errors import ConfigError, GameError, UnknownNameError
 from stratagem.game import Invalid, Observation, RoundResult, Seat, check_prompt_style
-from stratagem.games.bargaining.prompts import quote
 from stratagem.games.corrections import Corrections, Verdict, correction_text
+from stratagem.games.quoting import quote
 from stratagem.games.registry import GAMES
 from stratagem.parsing import visible_text
 from stratagem.seeding import derive
