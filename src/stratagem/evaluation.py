@@ -20,7 +20,7 @@ from stratagem.metrics.kuhn import policy_of
 from stratagem.metrics.sepo import SEPOGame, as_sepo_game, sepo_metrics
 from stratagem.play import play
 from stratagem.pools import Pools
-from stratagem.runs import TRACES, RunFolder
+from stratagem.runs import TRACES, Player, RunFolder
 from stratagem.seeding import derive
 from stratagem.solvers.best_response import exploitability
 from stratagem.strategies import get_pools, get_strategy
@@ -96,11 +96,13 @@ def evaluate(
     fingerprint_extra: dict | None = None,
     max_live: int = 256,
     on_episode: Callable[[Trace], None] | None = None,
+    player: Player | None = None,
 ) -> Evaluation:
     """Evaluate `agent` on `game` against all pools; with `out`, write a resumable run folder.
 
-    Metrics are SEPO's for a ``SEPOGame``, else the game's own (``HasMetrics``). Raises
-    ``ConfigError`` for a game with neither (use a tournament for those).
+    Metrics are SEPO's for a ``SEPOGame``, else the game's own (``HasMetrics``). ``player``
+    plays the episodes in place of the local ``play`` (``distributed.RayPlayer``: on Ray).
+    Raises ``ConfigError`` for a game with neither (use a tournament for those).
     """
     from stratagem.report.tables import write_metrics
 
@@ -108,7 +110,7 @@ def evaluate(
         as_sepo_game(game)  # a clear error for a game with no metrics to evaluate
     specs = sepo_episodes(game, agent, episodes=episodes, seed=seed)
     if out is None:
-        traces = list(play(game, specs, max_live=max_live, on_finish=on_episode))
+        traces = list((player or play)(game, specs, max_live=max_live, on_finish=on_episode))
         result = _result(game, agent, traces, normalise, None)
         result.loaded = traces
         return result
@@ -124,8 +126,8 @@ def evaluate(
         "pools": {p: list(m) for p, m in get_pools(game.name).items()},
         **(fingerprint_extra or {}),
     }
-    with RunFolder(out, fingerprint, runtime={"max_live": max_live}) as run:
-        errors = run.play(game, specs, max_live=max_live, on_episode=on_episode)
+    with RunFolder(out, fingerprint, runtime=runtime(max_live, player)) as run:
+        errors = run.play(game, specs, max_live=max_live, on_episode=on_episode, player=player)
         result = _result(game, agent, iter_traces(run.traces_path), normalise, run.path)
         result.errors = errors
         if result.policy is not None:
@@ -134,6 +136,14 @@ def evaluate(
         status = run_status(result.episodes, errors)
         run.finish(status, episodes=result.episodes, errors=errors)
     return result
+
+
+def runtime(max_live: int, player: Player | None) -> dict:
+    """Returns the runtime settings a run folder records (they may change on resume)."""
+    out: dict = {"max_live": max_live}
+    if player is not None:
+        out["player"] = getattr(player, "runtime", None) or getattr(player, "__name__", "custom")
+    return out
 
 
 def run_status(episodes: int, errors: int) -> str:

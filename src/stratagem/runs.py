@@ -29,7 +29,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,9 @@ from stratagem.trace import RETRY_STATUSES, Trace, TraceWriter, dumps
 MANIFEST = "run.json"
 TRACES = "traces.jsonl"
 LOCK = "run.lock"
+
+# plays episode specs like ``stratagem.play.play`` (same arguments), yielding traces
+Player = Callable[..., Iterator[Trace]]
 
 
 class RunFolderError(StratagemError):
@@ -164,21 +167,26 @@ class RunFolder:
         *,
         max_live: int = 256,
         on_episode: Callable[[Trace], None] | None = None,
+        player: Player | None = None,
     ) -> int:
         """Play every spec not yet in the trace file, appending each trace as it finishes;
         returns how many ended in error (they run again on the next resume).
 
-        Episode ids are prefixed with the fingerprint key. An interruption (Ctrl-C, SIGTERM)
+        Episode ids are prefixed with the fingerprint key. ``player`` plays the keyed specs
+        (default: the local scheduler ``play``; ``distributed.RayPlayer`` plays them on Ray): it
+        takes ``play``'s arguments and yields traces, and this process alone writes them, so the
+        lock, resume and exactly-once hold whoever plays. An interruption (Ctrl-C, SIGTERM)
         marks the run ``interrupted`` before it propagates.
         """
         from stratagem.play import play
 
+        player = player or play
         prefix = f"{self.key}/"
         keyed = (dataclasses.replace(s, episode_id=prefix + s.episode_id) for s in specs)
         errors = 0
         try:
             with self.writer() as writer:
-                for trace in play(
+                for trace in player(
                     game,
                     keyed,
                     max_live=max_live,

@@ -14,7 +14,7 @@ from stratagem.agent import Agent
 from stratagem.episode import EpisodeSpec
 from stratagem.game import Game, HasTournamentReport
 from stratagem.play import play
-from stratagem.runs import TRACES, RunFolder
+from stratagem.runs import TRACES, Player, RunFolder
 from stratagem.seeding import derive
 from stratagem.strategies import get_strategy, strategies
 from stratagem.trace import Trace, iter_traces
@@ -107,12 +107,16 @@ def round_robin(
     fingerprint_extra: dict | None = None,
     max_live: int = 256,
     on_episode: Callable[[Trace], None] | None = None,
+    player: Player | None = None,
 ) -> TournamentResult:
     """Run (or resume) a round robin into the run folder ``out`` and write its tables and plots.
 
     Traces stream to disk as episodes finish and are never all held in memory; the tables are
-    built afterwards from the trace file alone.
+    built afterwards from the trace file alone. ``player`` plays the episodes in place of the
+    local ``play`` (``distributed.RayPlayer``: on Ray); the result is the same.
     """
+    from stratagem.evaluation import runtime
+
     fingerprint = {
         "job": "tournament",
         "game": game.name,
@@ -124,9 +128,9 @@ def round_robin(
         "scenarios": None if scenarios is None else digest(scenarios),
         **(fingerprint_extra or {}),
     }
-    with RunFolder(out, fingerprint, runtime={"max_live": max_live}) as run:
+    with RunFolder(out, fingerprint, runtime=runtime(max_live, player)) as run:
         specs = round_robin_specs(agents, count=count, seed=seed, scenarios=scenarios)
-        errors = run.play(game, specs, max_live=max_live, on_episode=on_episode)
+        errors = run.play(game, specs, max_live=max_live, on_episode=on_episode, player=player)
         result = write_tournament_report(game, run.path)
         result.errors = errors
         status = "complete" if not errors else "error" if not result.episodes else "partial"

@@ -22,6 +22,35 @@ from stratagem.runs import check_out_path, fresh_folder
 
 console = Console()
 
+# Ray settings are runtime settings: a run may resume with or without Ray. (``--ray`` is a flag
+# and the address its own option: typer has no option whose value may be left out.)
+RAY_OPTION = typer.Option(
+    None,
+    "--ray",
+    help="Play on Ray: a local cluster unless --ray-address is given.",
+    show_default=False,
+)
+RAY_ADDRESS_OPTION = typer.Option(
+    None,
+    "--ray-address",
+    metavar="ADDRESS",
+    help="Ray cluster to play on (auto, HOST:6379, ray://HOST:10001); implies --ray.",
+)
+WORKERS_OPTION = typer.Option(
+    None, "--workers", help="Ray workers (default: one per CPU, or per GPU for hf models)."
+)
+
+
+def ray_target(ray: bool | None, address: str | None, workers: int | None) -> str | None:
+    """Returns where to play: None (locally, without Ray), ``local`` or a cluster address.
+
+    Raises ``ConfigError`` for ``--workers`` without Ray.
+    """
+    target = address or ("local" if ray else None)
+    if workers is not None and target is None:
+        raise ConfigError("--workers sets the number of Ray workers: add --ray")
+    return target
+
 
 class EvalConfig(BaseModel):
     """Every ``stratagem eval`` setting (flags override a config file's)."""
@@ -49,6 +78,8 @@ class EvalConfig(BaseModel):
     attempt_timeout: float = Field(60.0, gt=0)
     max_error_rate: float = Field(0.0, ge=0, le=1, description="errored episodes allowed")
     new_run: bool = False
+    ray: str | None = Field(None, description="'local' or a Ray cluster address (runtime only)")
+    workers: int | None = Field(None, gt=0, description="Ray workers (runtime only)")
 
     def llm_options(self) -> LLMOptions:
         """Returns the backend and generation settings of an LLM agent."""
@@ -84,6 +115,9 @@ def eval_command(
     new_run: bool = typer.Option(
         None, "--new-run", help="Start a fresh folder, never resume.", show_default=False
     ),
+    ray: bool = RAY_OPTION,
+    ray_address: str = RAY_ADDRESS_OPTION,
+    workers: int = WORKERS_OPTION,
     config: Path = typer.Option(None, "--config", "-c", help="YAML or TOML file of settings."),
 ) -> None:
     """Evaluate an agent against every pool of a game and print the SEPO metrics."""
@@ -107,7 +141,11 @@ def eval_command(
         max_batch=max_batch,
         max_error_rate=max_error_rate,
         new_run=new_run,
+        ray=ray_target(ray, ray_address, workers),
+        workers=workers,
     )
+    if cfg.workers is not None and cfg.ray is None:
+        raise ConfigError("workers sets the number of Ray workers: set ray too")
     if not is_llm(cfg.agent):
         _refuse_llm_options(cfg)
     the_game = get_game(cfg.game, **cfg.params)
@@ -121,6 +159,13 @@ def eval_command(
     if cfg.new_run:
         folder = fresh_folder(folder)
     total = count_episodes(the_game, cfg.episodes)
+    player = None
+    if cfg.ray is not None:
+        from stratagem.distributed import RayPlayer
+
+        player = RayPlayer(
+            {the_agent.name: cfg.agent}, options=options, address=cfg.ray, workers=cfg.workers
+        )
     with progress_bar(console) as progress:
         task = progress.add_task(f"{cfg.game} · {the_agent.name}", total=total)
         result = evaluate(
@@ -132,6 +177,7 @@ def eval_command(
             out=folder,
             fingerprint_extra=extra,
             on_episode=lambda _: progress.advance(task),
+            player=player,
         )
     print_evaluation(result)
     _exit_on_errors(result, cfg.max_error_rate)

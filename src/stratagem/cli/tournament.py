@@ -8,11 +8,13 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from stratagem.agent import Agent
 from stratagem.agents.spec import LLMOptions, make_agent
 from stratagem.cli.config import parse_params
+from stratagem.cli.evaluate import RAY_ADDRESS_OPTION, RAY_OPTION, WORKERS_OPTION, ray_target
 from stratagem.cli.progress import progress_bar
 from stratagem.errors import ConfigError
-from stratagem.game import HasRegimeScenarios, HasTournamentReport
+from stratagem.game import Game, HasRegimeScenarios, HasTournamentReport
 from stratagem.games import get_game
 
 console = Console()
@@ -44,10 +46,14 @@ def tournament_command(
         "--strategy-guide/--no-strategy-guide",
         help="Bargaining: include the negotiation tips [on].",
     ),
+    ray: bool = RAY_OPTION,
+    ray_address: str = RAY_ADDRESS_OPTION,
+    workers: int = WORKERS_OPTION,
 ) -> None:
     """Every agent against every agent in both roles (itself included) on the same scenarios."""
     from stratagem.tournament import round_robin
 
+    target = ray_target(ray, ray_address, workers)
     params = parse_params(param) or {}
     # the bargaining options are game parameters with their own flags
     if catalog is not None:
@@ -73,10 +79,12 @@ def tournament_command(
         count = len(scenarios)
     options = LLMOptions(max_new_tokens=max_new_tokens, base_url=base_url)
     extra["llm"] = options.fingerprint()
-    built = {}
-    for name in names:
-        spec = name if ":" in name or name in ("hf",) else f"strategy:{name}"
-        built[re.sub(r"[|]", "_", name)] = make_agent(spec, the_game, options)
+    built, specs = _build_agents(names, the_game, options, remote=target is not None)
+    player = None
+    if target is not None:
+        from stratagem.distributed import RayPlayer
+
+        player = RayPlayer(specs, options=options, address=target, workers=workers)
     folder = out or Path("runs") / f"tournament-{game}"
     total = len(built) ** 2 * count
     with progress_bar(console) as progress:
@@ -90,12 +98,34 @@ def tournament_command(
             scenarios=scenarios,
             fingerprint_extra=extra,
             on_episode=lambda _: progress.advance(task),
+            player=player,
         )
     if isinstance(the_game, HasTournamentReport):
         console.print(the_game.summary_table(result.summary))
     else:
         console.print(result.summary.to_string(index=False))
     console.print(f"{result.episodes} episodes · errors: {result.errors} · run folder: {folder}")
+
+
+def _build_agents(
+    names: list[str], game: Game, options: LLMOptions, *, remote: bool
+) -> tuple[dict[str, Agent], dict[str, str]]:
+    """Returns the agents by tournament name, and the spec string of each built agent by agent
+    name. ``remote`` (a Ray run): model agents are ``RemoteAgent``s, loaded by the workers only.
+    """
+    built: dict[str, Agent] = {}
+    specs: dict[str, str] = {}
+    for name in names:
+        spec = name if ":" in name or name in ("hf",) else f"strategy:{name}"
+        key = re.sub(r"[|]", "_", name)
+        if remote and spec.partition(":")[0] in ("hf", "vllm"):
+            from stratagem.distributed import RemoteAgent
+
+            built[key] = RemoteAgent(spec, key)
+        else:
+            built[key] = make_agent(spec, game, options)
+            specs[built[key].name] = spec
+    return built, specs
 
 
 def _takes(game: str, name: str) -> bool:

@@ -1,0 +1,455 @@
+"""Scale-out on Ray: workers play the episodes, the driver alone writes the run (SPEC §10).
+
+``RayPlayer`` is a drop-in for the local scheduler ``play``: ``RunFolder.play(..., player=...)``
+hands it the run's keyed ``EpisodeSpec``s and it yields traces as they finish, so the run
+folder's lock, resume (skip the ids already on disk) and exactly-once writing stay in one place.
+
+How a run goes:
+
+1. The driver turns each ``EpisodeSpec`` into a ``MatchSpec``: plain data (episode id, seed, an
+   agent spec string per seat, meta, the scenario as a dict), because an ``EpisodeSpec`` holds
+   agent *objects* that cannot travel to another machine.
+2. Each Ray worker (an actor: one per CPU, or one per GPU for model agents on a GPU cluster)
+   rebuilds the game from its ``GameSpec`` and each agent from its spec string once, and keeps
+   them for every chunk it plays (a model loads once per worker).
+3. Workers play chunks of match specs with the same ``play``/``Episode`` code as a local run and
+   stream finished traces back (a list every ``flush_seconds``); each worker holds two chunks so
+   it never waits for the driver.
+4. A worker that dies loses only the episodes whose traces had not reached the driver: they are
+   played again by a fresh worker. Traces never depend on where an episode ran (rule-based play
+   is seeded per decision; sampled LLM text depends only on (prompt, decision seed)), so the
+   trace file equals a local run's, line order aside.
+
+Departures from a local run: an LLM agent's batch is the chunk a worker holds, not every live
+episode of the run, so greedy text may differ in the last bits where batch shape changes the
+arithmetic (RELIABILITY D4); the driver checks the folder and writes traces, and only the workers
+call agents (the evaluated agent is still built on the driver where metrics need it, e.g. Kuhn's
+exact exploitability).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import Any, Literal
+
+from stratagem.agent import Agent, Decision, Strategy
+from stratagem.agents.spec import LLMOptions
+from stratagem.episode import EpisodeSpec
+from stratagem.errors import ConfigError, StratagemError
+from stratagem.game import Game, Observation
+from stratagem.games import GameSpec
+from stratagem.trace import Trace
+
+__all__ = ["MatchSpec", "RayPlayer", "RayWorkerError", "RemoteAgent", "match_spec"]
+
+LOCAL = "local"  # ``--ray`` without an address: start a Ray cluster on this machine
+MODEL_KINDS = ("hf", "vllm")  # agent kinds that want a GPU per worker when the cluster has GPUs
+
+
+class RayWorkerError(StratagemError):
+    """Ray workers kept dying (or Ray is missing): the run stops, finished episodes are kept."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class MatchSpec:
+    """One episode as plain data, for a worker on another process or machine.
+
+    ``agents`` are agent spec strings (``strategy:TitForTat``, ``hf``, ``openai:MODEL``) by seat;
+    ``scenario`` is the game scenario's dict form (``None``: drawn from the seed).
+    """
+
+    episode_id: str
+    seed: int
+    agents: tuple[str, str]
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    scenario: Mapping[str, Any] | None = None
+
+    def episode(self, agents: tuple[Agent, Agent]) -> EpisodeSpec:
+        """Returns the ``EpisodeSpec`` this match describes, with the worker's agent objects."""
+        return EpisodeSpec(self.episode_id, self.seed, agents, dict(self.meta), self.scenario)
+
+
+@dataclass(frozen=True)
+class RemoteAgent:
+    """An agent the driver only names: Ray workers build it from ``spec``.
+
+    Lets a tournament driver schedule model agents without loading their weights; calling
+    ``act`` here is an error (only workers play).
+    """
+
+    spec: str
+    name: str
+
+    def act(self, batch: Sequence[Observation]) -> list[Decision]:
+        """Raises ``StratagemError``: a remote agent plays on Ray workers only."""
+        raise StratagemError(f"agent {self.name} ({self.spec}) plays on Ray workers only")
+
+
+def agent_spec(agent: Agent, game: Game, specs: Mapping[str, str]) -> str:
+    """Returns the spec string that rebuilds ``agent`` on a worker.
+
+    A ``RemoteAgent`` carries its own; otherwise ``specs`` maps agent names to spec strings, and
+    a game's strategy with its default parameters is ``strategy:NAME``. Raises ``ConfigError``
+    for an agent that cannot be rebuilt from a string.
+    """
+    if isinstance(agent, RemoteAgent):
+        return agent.spec
+    if agent.name in specs:
+        return specs[agent.name]
+    if isinstance(agent, Strategy) and _is_default(agent, game):
+        return f"strategy:{agent.name}"
+    raise ConfigError(
+        f"agent {agent.name!r} cannot be rebuilt on a Ray worker: give its spec string "
+        f"(e.g. RayPlayer(agents={{{agent.name!r}: 'hf'}}))"
+    )
+
+
+def _is_default(agent: Strategy, game: Game) -> bool:
+    """Whether ``agent`` is its strategy with default parameters (what ``strategy:NAME`` builds)."""
+    from stratagem.strategies import get_strategy
+
+    try:
+        default = get_strategy(game.name, agent.name)
+    except StratagemError:
+        return False
+    if type(default) is not type(agent):
+        return False
+    if dataclasses.is_dataclass(agent):
+        return all(
+            getattr(agent, f.name) == getattr(default, f.name) for f in dataclasses.fields(agent)
+        )
+    return vars(agent) == vars(default)
+
+
+def match_spec(spec: EpisodeSpec, game: Game, specs: Mapping[str, str]) -> MatchSpec:
+    """Returns ``spec`` as plain data (see ``agent_spec`` for how agents become strings)."""
+    scenario = spec.scenario
+    if scenario is not None and not isinstance(scenario, Mapping):
+        to_dict = getattr(scenario, "to_dict", None)
+        if to_dict is not None:
+            scenario = to_dict()
+        elif dataclasses.is_dataclass(scenario):
+            scenario = dataclasses.asdict(scenario)  # type: ignore[arg-type]
+        else:
+            raise ConfigError(f"{game.name}: a scenario must be a dict or have to_dict()")
+    return MatchSpec(
+        spec.episode_id,
+        spec.seed,
+        (agent_spec(spec.agents[0], game, specs), agent_spec(spec.agents[1], game, specs)),
+        dict(spec.meta),
+        scenario,
+    )
+
+
+class Worker:
+    """What a Ray actor holds: the game and the agents, built once and reused for every chunk.
+
+    Plain Python (Ray wraps it with ``ray.remote`` at run time), so it is also usable, and
+    tested, in-process.
+    """
+
+    def __init__(self, game: GameSpec, options: LLMOptions):
+        """Build the game; agents are built on first use, one per spec string."""
+        self.game = game.build()
+        self.options = options
+        self.agents: dict[str, Agent] = {}
+
+    def pid(self) -> int:
+        """Returns this worker's process id (health check; tests kill workers by it)."""
+        return os.getpid()
+
+    def agent(self, spec: str) -> Agent:
+        """Returns the agent ``spec`` names, building it on first use."""
+        if spec not in self.agents:
+            from stratagem.agents.spec import make_agent
+
+            self.agents[spec] = make_agent(spec, self.game, self.options)
+        return self.agents[spec]
+
+    def play(
+        self,
+        chunk: Sequence[MatchSpec],
+        on_error: Literal["raise", "record"] = "record",
+        flush_seconds: float = 0.1,
+    ) -> Iterator[list[Trace]]:
+        """Play every match of ``chunk`` together; yield the finished traces in lists, one at
+        least every ``flush_seconds`` while episodes finish, and the rest at the end."""
+        from stratagem.play import play
+
+        specs = [m.episode((self.agent(m.agents[0]), self.agent(m.agents[1]))) for m in chunk]
+        done: list[Trace] = []
+        last = time.monotonic()
+        for trace in play(self.game, specs, max_live=max(len(specs), 1), on_error=on_error):
+            done.append(trace)
+            if time.monotonic() - last >= flush_seconds:
+                yield done
+                done, last = [], time.monotonic()
+        if done:
+            yield done
+
+
+@dataclass
+class _Chunk:
+    worker: int
+    remaining: dict[str, MatchSpec]  # episode id -> spec, until its trace reaches the driver
+
+
+class RayPlayer:
+    """Plays episodes on a Ray cluster; called like ``play`` (``RunFolder.play(player=...)``).
+
+    Args:
+        agents: agent name -> spec string, for agents that are neither ``RemoteAgent``s nor a
+            game's strategy with default parameters (e.g. ``{"llm:SmolLM2-135M-Instruct": "hf"}``).
+        options: the LLM options workers build model agents with.
+        address: a Ray cluster's address (``auto``, ``ray://host:10001``, ``host:6379``), or
+            ``None`` / ``"local"`` to start a local cluster of ``workers`` CPUs for this run.
+        workers: how many Ray workers play; default one per CPU of the cluster, or one per GPU
+            when a model agent plays and the cluster has GPUs.
+        chunk: episodes per chunk a worker plays at once (an LLM agent's largest batch);
+            default ``max_live`` spread over the workers' two chunks each.
+        gpus_per_worker: GPUs each worker reserves; default 1 for model agents (``hf``,
+            ``vllm``) on a cluster with GPUs, else 0.
+        max_worker_deaths: worker deaths tolerated in one run before it stops (default
+            ``2 * workers + 2``); their unfinished episodes are rescheduled.
+        flush_seconds: how often a worker sends back the traces finished so far.
+    """
+
+    def __init__(
+        self,
+        agents: Mapping[str, str] | None = None,
+        *,
+        options: LLMOptions | None = None,
+        address: str | None = None,
+        workers: int | None = None,
+        chunk: int | None = None,
+        gpus_per_worker: float | None = None,
+        max_worker_deaths: int | None = None,
+        flush_seconds: float = 0.1,
+    ):
+        """Store the settings; nothing connects to Ray until the player is called."""
+        if workers is not None and workers < 1:
+            raise ConfigError("--workers must be at least 1")
+        if chunk is not None and chunk < 1:
+            raise ConfigError("the chunk size must be at least 1")
+        self.agents = dict(agents or {})
+        self.options = options or LLMOptions()
+        self.address = None if address in (None, "", LOCAL) else address
+        self.workers = workers
+        self.chunk = chunk
+        self.gpus_per_worker = gpus_per_worker
+        self.max_worker_deaths = max_worker_deaths
+        self.flush_seconds = flush_seconds
+        self.pids: list[int] = []  # process ids of the live workers (tests, monitoring)
+        self.deaths = 0  # workers that died during the last call
+
+    @property
+    def runtime(self) -> dict[str, Any]:
+        """The player's runtime settings, for the run folder's manifest (not its fingerprint)."""
+        return {"ray": self.address or LOCAL, "workers": self.workers}
+
+    def __call__(
+        self,
+        game: Game,
+        episodes: Iterable[EpisodeSpec],
+        *,
+        max_live: int = 256,
+        skip: Iterable[str] = (),
+        on_error: Literal["raise", "record"] = "raise",
+        on_finish: Callable[[Trace], None] | None = None,
+    ) -> Iterator[Trace]:
+        """Play ``episodes`` on Ray; yield each trace as it reaches the driver (``play``'s
+        contract: ids in ``skip`` are not played, ``on_finish`` sees every trace first).
+
+        Raises ``RayWorkerError`` when Ray is missing or workers die more than
+        ``max_worker_deaths`` times, and re-raises a worker's ``StratagemError`` as is.
+        """
+        skip = set(skip)
+        todo = (match_spec(s, game, self.agents) for s in episodes if s.episode_id not in skip)
+        first = next(todo, None)
+        if first is None:
+            return  # nothing left to play (a finished run resumed): Ray is not started
+        ray, started = self._connect()
+        try:
+            run = _Run(self, ray, game, chain([first], todo), max_live, on_error, on_finish)
+            yield from run.traces()
+        finally:
+            self.pids = []
+            if started:
+                ray.shutdown()
+
+    def _connect(self) -> tuple[Any, bool]:
+        """Returns (the ray module, whether this call started the connection)."""
+        try:
+            import ray
+        except ImportError:
+            raise RayWorkerError(
+                "--ray needs Ray: pip install 'stratagem[ray]' (or pip install ray)"
+            ) from None
+        if ray.is_initialized():
+            return ray, False
+        quiet = {"include_dashboard": False, "logging_level": logging.WARNING}
+        try:
+            if self.address is None:
+                ray.init(num_cpus=self.workers or os.cpu_count() or 1, **quiet)
+            else:
+                ray.init(address=self.address, **quiet)
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            where = self.address or "a local cluster"
+            raise RayWorkerError(f"cannot start Ray on {where}: {exc}") from None
+        return ray, True
+
+
+class _Run:
+    """One call of a ``RayPlayer``: the worker pool, the chunks in flight and the requeue."""
+
+    DEPTH = 2  # chunks submitted to each worker: one playing, one waiting its turn
+
+    def __init__(
+        self,
+        player: RayPlayer,
+        ray: Any,
+        game: Game,
+        todo: Iterator[MatchSpec],
+        max_live: int,
+        on_error: str,
+        on_finish: Callable[[Trace], None] | None,
+    ):
+        self.player, self.ray, self.todo = player, ray, todo
+        self.on_error, self.on_finish = on_error, on_finish
+        self.game_spec = GameSpec.of(game)
+        self.queue: deque[MatchSpec] = deque()
+        self.exhausted = False
+        self.max_live = max_live
+        self.n = self.chunk = self.max_deaths = 1
+        self.gpus = 0.0
+        self.actors: list[Any] = []
+        self.running: dict[Any, _Chunk] = {}  # streaming generator -> its chunk
+
+    def _size(self) -> None:
+        """Workers, GPUs each and chunk size, from the cluster and the first ``max_live``
+        episodes (model agents get a GPU per worker where the cluster has GPUs)."""
+        player, resources = self.player, self.ray.cluster_resources()
+        while len(self.queue) < self.max_live and not self.exhausted:
+            spec = next(self.todo, None)
+            if spec is None:
+                self.exhausted = True
+            else:
+                self.queue.append(spec)
+        models = any(a.partition(":")[0] in MODEL_KINDS for m in self.queue for a in m.agents)
+        if player.gpus_per_worker is not None:
+            self.gpus = player.gpus_per_worker
+        else:
+            self.gpus = 1.0 if models and resources.get("GPU", 0) else 0.0
+        default = int(resources.get("GPU", 0)) if self.gpus else int(resources.get("CPU", 1))
+        self.n = max(1, player.workers or default)
+        self.chunk = player.chunk or max(1, self.max_live // (self.n * self.DEPTH))
+        self.max_deaths = (
+            player.max_worker_deaths if player.max_worker_deaths is not None else 2 * self.n + 2
+        )
+        self.actor_class = self.ray.remote(Worker).options(num_cpus=1, num_gpus=self.gpus)
+
+    def traces(self) -> Iterator[Trace]:
+        """Yields every trace once, as workers deliver them."""
+        self.player.deaths = 0
+        self._size()
+        self.actors = [self._spawn() for _ in range(self.n)]
+        self.player.pids = self._pids()
+        for w in range(self.n):
+            for _ in range(self.DEPTH):
+                self._submit(w)
+        while self.running:
+            # a bounded wait, so Ctrl-C and SIGTERM reach the driver promptly
+            ready, _ = self.ray.wait(list(self.running), num_returns=1, timeout=0.5)
+            for gen in ready:
+                yield from self._collect(gen)
+
+    def _collect(self, gen: Any) -> Iterator[Trace]:
+        from ray import exceptions as rx
+
+        chunk = self.running[gen]
+        try:
+            ref = next(gen)
+            batch = self.ray.get(ref)
+        except StopIteration:
+            del self.running[gen]
+            if chunk.remaining:  # a worker that ended a chunk early: play those again
+                self._requeue(chunk)
+            self._submit(chunk.worker)
+            return
+        except rx.RayTaskError as exc:
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, StratagemError):
+                raise cause from None
+            raise
+        except (rx.RayActorError, rx.WorkerCrashedError, rx.ObjectLostError):
+            self._replace(chunk.worker)
+            return
+        for trace in batch:
+            if chunk.remaining.pop(trace.episode_id, None) is None:
+                continue  # already delivered (never expected: a guard for exactly-once)
+            if self.on_finish is not None:
+                self.on_finish(trace)
+            yield trace
+
+    def _spawn(self) -> Any:
+        return self.actor_class.remote(self.game_spec, self.player.options)
+
+    def _pids(self) -> list[int]:
+        return list(self.ray.get([a.pid.remote() for a in self.actors]))
+
+    def _take(self) -> list[MatchSpec]:
+        """The next chunk: requeued episodes first; chunks shrink near the end so every worker
+        gets a share."""
+        lookahead = self.chunk * self.n * self.DEPTH
+        while not self.exhausted and len(self.queue) < lookahead:
+            spec = next(self.todo, None)
+            if spec is None:
+                self.exhausted = True
+            else:
+                self.queue.append(spec)
+        size = self.chunk
+        if self.exhausted:
+            size = min(size, max(1, math.ceil(len(self.queue) / self.n)))
+        return [self.queue.popleft() for _ in range(min(size, len(self.queue)))]
+
+    def _submit(self, w: int) -> None:
+        chunk = self._take()
+        if not chunk:
+            return
+        gen = (
+            self.actors[w]
+            .play.options(num_returns="streaming")
+            .remote(chunk, self.on_error, self.player.flush_seconds)
+        )
+        self.running[gen] = _Chunk(w, {m.episode_id: m for m in chunk})
+
+    def _requeue(self, chunk: _Chunk) -> None:
+        self.queue.extendleft(reversed(list(chunk.remaining.values())))
+
+    def _replace(self, w: int) -> None:
+        """Worker ``w`` died: requeue the unfinished episodes of its chunks, start a fresh
+        worker in its place and give it work."""
+        self.player.deaths += 1
+        lost = [gen for gen, c in self.running.items() if c.worker == w]
+        for gen in reversed(lost):  # its waiting chunk goes back behind its playing one
+            self._requeue(self.running.pop(gen))
+        if self.player.deaths > self.max_deaths:
+            raise RayWorkerError(
+                f"Ray workers died {self.player.deaths} times; finished episodes are saved, "
+                "rerun the same command to resume"
+            )
+        self.ray.kill(self.actors[w], no_restart=True)
+        self.actors[w] = self._spawn()
+        self.player.pids = self._pids()
+        for _ in range(self.DEPTH):
+            self._submit(w)
