@@ -1,0 +1,129 @@
+"""What keeps the play page safe to expose: the session key, signed session cookies, rate limits
+and the same-origin check (RELIABILITY I1, I2, I6, I7).
+
+- The session key comes from ``STRATAGEM_SESSION_KEY`` or from a key file beside the database,
+  created on first start with 0600 permissions; there is no key in the source (I2).
+- A session cookie is ``<session id>.<HMAC-SHA256 of the id>``: a tampered cookie fails the
+  check and the browser gets a new session, never someone else's (I1). Cookies are ``HttpOnly``,
+  ``SameSite=Strict`` and ``Secure`` over https (I6).
+- Rate limits are sliding windows per key (a session, an IP): a request over the limit gets 429
+  with the seconds after which it would pass (I7).
+- A state-changing request must carry an ``Origin`` (or, failing that, a ``Referer``) of the page's
+  own origin; anything else is refused with 403 (I6).
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import hashlib
+import hmac
+import math
+import os
+import secrets
+import stat
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from stratagem.errors import ConfigError
+
+KEY_ENV = "STRATAGEM_SESSION_KEY"
+MIN_KEY_CHARS = 32
+COOKIE = "stratagem_session"
+
+
+def session_key(key_file: str | Path) -> bytes:
+    """Returns the key that signs session cookies: ``$STRATAGEM_SESSION_KEY`` when set, else the
+    key stored in ``key_file`` (created with 0600 permissions, 256 random bits, on first start).
+
+    Raises:
+        ConfigError: the variable is shorter than 32 characters, or the key file is readable by
+            other users, empty, or cannot be written.
+    """
+    env = os.environ.get(KEY_ENV)
+    if env is not None:
+        if len(env) < MIN_KEY_CHARS:
+            raise ConfigError(f"${KEY_ENV} must hold at least {MIN_KEY_CHARS} characters")
+        return env.encode()
+    path = Path(key_file)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return _read_key(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the session key file {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> bytes:
+    mode = path.stat().st_mode
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigError(
+            f"the session key file {path} is readable by other users; run chmod 600 {path}"
+        )
+    key = path.read_text(encoding="utf-8").strip()
+    if len(key) < MIN_KEY_CHARS:
+        raise ConfigError(f"the session key file {path} is empty or short; delete it to renew")
+    return key.encode()
+
+
+def new_id() -> str:
+    """Returns an unguessable id (256 random bits, URL-safe)."""
+    return secrets.token_urlsafe(32)
+
+
+def sign(key: bytes, session_id: str) -> str:
+    """Returns the cookie value for ``session_id``: the id and its HMAC, dot-separated."""
+    mac = hmac.new(key, session_id.encode(), hashlib.sha256).digest()
+    return f"{session_id}.{base64.urlsafe_b64encode(mac).decode().rstrip('=')}"
+
+
+def unsign(key: bytes, value: str | None) -> str | None:
+    """Returns the session id a cookie value carries, or None when it is missing or tampered."""
+    if not value or value.count(".") != 1 or len(value) > 200:
+        return None
+    session_id = value.split(".", 1)[0]
+    return session_id if hmac.compare_digest(sign(key, session_id), value) else None
+
+
+class RateLimiter:
+    """Sliding-window counters: ``hit(key, limit, window)`` allows ``limit`` hits per ``window``
+    seconds for each key. Thread-safe; memory is bounded by ``prune``."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        """Counts against ``clock`` (monotonic seconds; tests pass a fake one)."""
+        self.clock = clock
+        self._hits: dict[str, collections.deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def hit(self, key: str, limit: int, window: float) -> int | None:
+        """Records a hit of ``key`` and returns None when it is within the limit, else the
+        whole seconds to wait (the hit is not recorded then)."""
+        now = self.clock()
+        with self._lock:
+            hits = self._hits.setdefault(key, collections.deque())
+            while hits and hits[0] <= now - window:
+                hits.popleft()
+            if len(hits) >= limit:
+                return max(1, math.ceil(hits[0] + window - now))
+            hits.append(now)
+            return None
+
+    def prune(self, window: float) -> None:
+        """Forgets keys with no hit in the last ``window`` seconds."""
+        now = self.clock()
+        with self._lock:
+            for key in [k for k, h in self._hits.items() if not h or h[-1] <= now - window]:
+                del self._hits[key]
+
+
+def same_origin(origin: str | None, referer: str | None, own: str) -> bool:
+    """Whether a request comes from the page's own origin ``own`` (``scheme://host[:port]``):
+    its ``Origin`` equals it, or, without an ``Origin``, its ``Referer`` starts with it."""
+    if origin is not None:
+        return origin == own
+    return referer is not None and (referer == own or referer.startswith(own + "/"))
