@@ -38,6 +38,7 @@ class ServeConfig(BaseModel):
     port: int = Field(8000, ge=0, le=65535)
     db: str = DEFAULT_DB
     allowed_hosts: list[str] = Field(default_factory=list)
+    seat: int | None = Field(None, ge=0, le=1, description="the person's seat; None: drawn")
     export: str | None = None
     temperature: float = Field(0.0, ge=0)
     top_p: float = Field(1.0, gt=0, le=1)
@@ -87,6 +88,9 @@ def serve_command(
         "-a",
         help="The opponent: strategy:NAME, hf, hf:MODEL_OR_PATH or openai:MODEL.",
     ),
+    seat: int = typer.Option(
+        None, help="The person's seat, 0 or 1 (bargaining: 0 sells) [drawn per game]."
+    ),
     host: str = typer.Option(None, help="Address to listen on [127.0.0.1]."),
     port: int = typer.Option(None, help="Port to listen on [8000]."),
     db: str = typer.Option(None, help=f"SQLite file of played games [{DEFAULT_DB}]."),
@@ -116,6 +120,7 @@ def serve_command(
         game=game,
         params=parse_params(param),
         agent=agent,
+        seat=seat,
         host=host,
         port=port,
         db=db,
@@ -176,7 +181,14 @@ def serve(cfg: ServeConfig) -> None:
     store = GameStore(cfg.db)
     key = session_key(Path(cfg.db).with_name(Path(cfg.db).name + ".key"))
     service = PlayService(
-        the_game, the_agent, cfg.agent, store, key, cfg.limits(), max_batch=cfg.max_batch
+        the_game,
+        the_agent,
+        cfg.agent,
+        store,
+        key,
+        cfg.limits(),
+        human_seat=cfg.seat,
+        max_batch=cfg.max_batch,
     )
     app = create_app(service, allowed_hosts=hosts)
     shown = f"[{cfg.host}]" if ":" in cfg.host else cfg.host

@@ -58,14 +58,14 @@ CSP = (
     "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'"
 )
-SECURITY_HEADERS = {
-    "content-security-policy": CSP,
-    "x-content-type-options": "nosniff",
-    "x-frame-options": "DENY",
-    "referrer-policy": "same-origin",
-    "cross-origin-opener-policy": "same-origin",
-    "permissions-policy": "camera=(), microphone=(), geolocation=()",
-}
+SECURITY_HEADERS = (
+    ("content-security-policy", CSP),
+    ("x-content-type-options", "nosniff"),
+    ("x-frame-options", "DENY"),
+    ("referrer-policy", "same-origin"),
+    ("cross-origin-opener-policy", "same-origin"),
+    ("permissions-policy", "camera=(), microphone=(), geolocation=()"),
+)
 
 
 @dataclass(frozen=True)
@@ -122,11 +122,23 @@ class PlayService:
         key: bytes,
         limits: Limits | None = None,
         *,
+        human_seat: int | None = None,
         max_batch: int = 64,
         clock: Callable[[], float] = time.monotonic,
     ):
-        """Serves ``game`` with ``agent`` (built from ``agent_spec``) in the seat the person
-        does not take; ``key`` signs session cookies; games are stored in ``store``."""
+        """Serves ``game`` with ``agent`` in the seat the person does not take.
+
+        Args:
+            game: the game played.
+            agent: the opponent.
+            agent_spec: the spec ``agent`` was built from (stored with every game).
+            store: where finished and abandoned games go.
+            key: signs session cookies.
+            limits: rate limits and bounds (the defaults of ``Limits`` when None).
+            human_seat: the person's seat when a request names none (None: drawn per game).
+            max_batch: the most games one model call serves.
+            clock: monotonic seconds, for idle times and rate limits (tests pass a fake one).
+        """
         self.game = game
         self.board: Board = board_for(game.name)
         self.agent = agent
@@ -134,6 +146,7 @@ class PlayService:
         self.store = store
         self.key = key
         self.limits = limits or Limits()
+        self.human_seat = human_seat
         self.clock = clock
         self.limiter = RateLimiter(clock)
         self.sessions: dict[str, Session] = {}
@@ -162,15 +175,16 @@ class PlayService:
                 ``games_per_session``.
         """
         limits = self.limits
-        if session is not None and len(session.games) >= limits.games_per_session:
-            raise Limited(f"this session has played {limits.games_per_session} games", 3600)
         if session is not None:
+            if len(session.games) >= limits.games_per_session:
+                raise Limited(f"this session has played {limits.games_per_session} games", 3600)
             self.check_limit(f"games:{session.id}", limits.games_per_hour, 3600.0)
         self.check_limit(f"games-ip:{ip}", limits.games_per_hour_ip, 3600.0)
         with self._lock:
             if session is None:
-                session = Session(new_id())
+                session = Session(new_id(), touched=self.clock())
                 self.sessions[session.id] = session
+                self.limiter.hit(f"games:{session.id}", limits.games_per_hour, 3600.0)
             previous = self.games.get(session.live) if session.live else None
         if previous is not None:
             self.close(previous, "abandoned")
@@ -181,8 +195,9 @@ class PlayService:
             board=self.board,
             agent=self.agent,
             agent_spec=self.agent_spec,
-            human_seat=secrets.randbelow(2) if seat is None else seat,
+            human_seat=self._seat(seat),
             seed=secrets.randbits(32),
+            touched=self.clock(),
         )
         with self._lock:
             self.games[human.game_id] = human
@@ -193,6 +208,11 @@ class PlayService:
         if ask:
             self.worker.request(human)
         return human
+
+    def _seat(self, seat: int | None) -> int:
+        if seat is not None:
+            return seat
+        return secrets.randbelow(2) if self.human_seat is None else self.human_seat
 
     def game_of(self, session: Session | None, game_id: str) -> HumanEpisode:
         """Returns the game ``game_id`` of ``session``.
@@ -540,7 +560,7 @@ class SecurityHeaders:
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
-                for name, value in SECURITY_HEADERS.items():
+                for name, value in SECURITY_HEADERS:
                     headers[name] = value
                 if api:
                     headers["cache-control"] = "no-store"

@@ -6,9 +6,9 @@ JSON the page renders (never the model's private values, hidden reasoning or unr
 request body into a ``Decision`` — or raises ``InputError`` (HTTP 422) with the episode untouched.
 
 Input is checked in three layers: a strict pydantic model (exact keys, JSON integers for counts,
-numbers for prices, bounded strings: ``10**100``, ``1.5``, ``"2"``, ``true`` and prose are
-refused), text cleaning (Unicode NFKC, control and bidi characters removed, at most
-``MAX_MESSAGE_CHARS``), then the game's own rules asked *before* the turn is submitted
+numbers for prices, bounded strings: ``10**100``, ``1.5``, ``"2"``, ``true``, prose and lone
+surrogates are refused), text cleaning (Unicode NFKC, control and bidi characters removed, at
+most ``MAX_MESSAGE_CHARS``), then the game's own rules asked *before* the turn is submitted
 (``DondState.fault``, ``BargainingState.protocol_error``), so the person never spends one of the
 game's corrections: a refused turn changes nothing.
 
@@ -22,6 +22,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -33,7 +34,6 @@ from stratagem.game import Observation, Seat
 
 MAX_MESSAGE_CHARS = 1000
 _CONTROL = re.compile("[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\u200e\u200f]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class InputError(ValueError):
@@ -61,11 +61,12 @@ class Board(Protocol):
 
 def clean_text(text: str, what: str = "message") -> str:
     """Returns ``text`` NFKC-normalised, with control and bidi characters removed (line breaks
-    become spaces) and lone surrogates replaced; raises ``InputError`` when it is empty or longer
-    than ``MAX_MESSAGE_CHARS``."""
+    become spaces); raises ``InputError`` when it is empty or longer than ``MAX_MESSAGE_CHARS``.
+
+    Lone surrogates never get here: the strict input models refuse them.
+    """
     if len(text) > MAX_MESSAGE_CHARS:
         raise InputError(f"a {what} holds at most {MAX_MESSAGE_CHARS} characters")
-    text = _SURROGATE.sub("\ufffd", text)
     text = unicodedata.normalize("NFKC", text)
     text = _CONTROL.sub(" ", text).strip()
     text = re.sub(r" {2,}", " ", text)
@@ -191,11 +192,13 @@ class DondBoard:
         return _human(turn)
 
 
-_DOND_FAULTS = {
-    "proposal_before_message": "send a message before anyone proposes",
-    "message_after_proposal": "the model has proposed: messages are closed, submit your proposal",
-    "turn_limit": "the turn limit is reached: messages are closed, submit your proposal",
-}
+_DOND_FAULTS = MappingProxyType(
+    {
+        "proposal_before_message": "send a message before anyone proposes",
+        "message_after_proposal": "the model has proposed: messages are closed, propose now",
+        "turn_limit": "the turn limit is reached: messages are closed, submit your proposal",
+    }
+)
 
 
 # ---- bargaining ----
@@ -446,9 +449,9 @@ class KuhnBoard(ChoiceBoard):
         }
 
 
-BOARDS: dict[str, Board] = {
-    b.game: b for b in (DondBoard(), BargainingBoard(), IPDBoard(), KuhnBoard())
-}
+BOARDS: Mapping[str, Board] = MappingProxyType(
+    {b.game: b for b in (DondBoard(), BargainingBoard(), IPDBoard(), KuhnBoard())}
+)
 
 
 def board_for(game: str) -> Board:

@@ -53,7 +53,7 @@ class HumanEpisode:
     human_seat: Seat
     seed: int
     started: float = field(default_factory=time.time)  # wall clock, for the stored row
-    touched: float = field(default_factory=time.monotonic)  # last request about this episode
+    touched: float = 0.0  # the service clock at the last request about this episode
     thinking: bool = False  # the model's decision is queued or being made
     failure: str | None = None  # the last backend failure, until a retry
     closed: bool = False  # stored (finished or abandoned): nothing changes any more
@@ -125,7 +125,6 @@ class HumanEpisode:
             raise Busy("another move of this game is being handled")
         try:
             with self.lock:
-                self.touched = time.monotonic()
                 if self.done or self.closed:
                     raise InputError("the game is over")
                 obs = self.waiting(self.human_seat)
@@ -145,7 +144,6 @@ class HumanEpisode:
             Busy: there is no failure to retry.
         """
         with self.lock:
-            self.touched = time.monotonic()
             if self.failure is None or self.done or self.closed:
                 raise Busy("there is nothing to retry")
             self.failure = None
