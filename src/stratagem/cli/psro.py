@@ -2,21 +2,29 @@
 
 Text games (``ipd``, ...) are simulated through ``stratagem.play`` and the oracle picks the best
 of the candidate strategies; solver games (``kuhn``, ``leduc``) can use the exact oracle on their
-tree (``--oracle exact``). Writes the resolved config, the per-iteration log (``psro.json``),
-the final meta-game (``meta_game.csv``) and the meta-strategy plot (``meta_strategy.png``).
+tree (``--oracle exact``). Dialogue games (``fruit``, ``meeting``, ``debate``; seed 003) run PSRO
+over instruction strings: a cell of the meta-game is the dialogue trees in which each seat always
+uses its instruction (``solvers.expand.instruction_payoffs``), both populations start from the
+domain's instruction set, and the oracle picks the best of the candidate instructions plus
+``--propose`` new ones the LLM suggests per response. Writes the resolved config, the
+per-iteration log (``psro.json``), the final meta-game (``meta_game.csv``) and the meta-strategy
+plot (``meta_strategy.png``); dialogue runs add ``proposals.json`` and ``usage.json``.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Literal
 
 import typer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from rich.console import Console
 from rich.table import Table
 
 from stratagem.cli.config import load_config
+from stratagem.cli.solve import DialogueOptions, split_list
 from stratagem.errors import ConfigError, did_you_mean
 from stratagem.runs import check_out_path
 from stratagem.solvers.matrix import META_SOLVERS
@@ -24,16 +32,16 @@ from stratagem.solvers.matrix import META_SOLVERS
 console = Console()
 
 
-class PSROConfig(BaseModel):
-    """Every ``stratagem psro`` setting (flags override a config file's)."""
-
-    model_config = ConfigDict(extra="forbid")
+class PSROConfig(DialogueOptions):
+    """Every ``stratagem psro`` setting (flags override a config file's); the dialogue
+    settings apply to dialogue games only."""
 
     game: str
     meta_solver: str = "replicator"
     oracle: Literal["candidates", "exact"] = "candidates"
     candidates: list[str] | None = Field(None, description="strategies [all of the game's]")
-    initial: str | None = Field(None, description="first strategy of both seats")
+    initial: str | None = Field(None, description="first strategy (dialogue: strategies)")
+    propose: int = Field(0, ge=0, description="dialogue: new instructions the LLM proposes")
     iterations: int = Field(20, gt=0)
     episodes: int = Field(20, gt=0, description="episodes per meta-game cell")
     tolerance: float = Field(1e-6, ge=0)
@@ -65,9 +73,21 @@ def psro_command(
     out: str = typer.Option(
         None, "--out", "-o", help="Run folder (default: runs/psro-<game>-<solver>)."
     ),
+    agent: str = typer.Option(None, help="Dialogue: hf, hf:MODEL or openai:MODEL (default hf)."),
+    base_url: str = typer.Option(None, help="Dialogue: the openai endpoint."),
+    scenarios: int = typer.Option(None, help="Dialogue: scenarios per cell (default 3)."),
+    replies: int = typer.Option(None, help="Dialogue: messages after the opening (default 2)."),
+    seeds: int = typer.Option(None, help="Dialogue: LLM seeds per message (default 2)."),
+    temperature: float = typer.Option(None, help="Dialogue: sampling temperature (default 0.8)."),
+    max_new_tokens: int = typer.Option(None, help="Dialogue: tokens per message (default 48)."),
+    cache: str = typer.Option(None, help="Dialogue: response cache file (SQLite)."),
+    propose: int = typer.Option(
+        None, help="Dialogue: new instructions the LLM proposes per response (default 0)."
+    ),
     config: Path = typer.Option(None, "--config", "-c", help="YAML or TOML file of settings."),
 ) -> None:
     """Grow each seat's population by best responses to a meta-solver's meta-strategy."""
+    from stratagem.games.dialogue import DOMAINS
     from stratagem.solvers.psro import MetaGame, plot_meta_strategies, psro
 
     cfg = load_config(
@@ -83,12 +103,29 @@ def psro_command(
         tolerance=tolerance,
         seed=seed,
         out=out,
+        agent=agent,
+        base_url=base_url,
+        scenarios=scenarios,
+        replies=replies,
+        seeds=seeds,
+        temperature=temperature,
+        max_new_tokens=max_new_tokens,
+        cache=cache,
+        propose=propose,
     )
     if cfg.meta_solver not in META_SOLVERS:
         hint = did_you_mean(cfg.meta_solver, META_SOLVERS)
         choices = ", ".join(META_SOLVERS)
         raise ConfigError(f"unknown meta-solver {cfg.meta_solver!r}{hint}; choose one of {choices}")
-    if cfg.oracle == "exact":
+    dialogue = cfg.game in DOMAINS
+    extra = cfg.model_fields_set & ({*DialogueOptions.model_fields, "propose"} - {"seed"})
+    if extra and not dialogue:
+        raise ConfigError(
+            f"{', '.join(sorted(extra))}: dialogue settings; {cfg.game} is not a dialogue game"
+        )
+    if dialogue:
+        meta, the_oracle, start = _dialogue(cfg)
+    elif cfg.oracle == "exact":
         from stratagem.cli.solve import solver_tree
         from stratagem.solvers.psro import TreeGame
 
@@ -133,7 +170,43 @@ def psro_command(
         f"stopped: {result.stopped} after {len(result.iterations)} iterations; "
         f"meta-strategy values {final.values[0]:.4f} / {final.values[1]:.4f}"
     )
+    if dialogue:
+        usage = the_oracle.backend.usage
+        (folder / "proposals.json").write_text(json.dumps(the_oracle.proposals, indent=2) + "\n")
+        (folder / "usage.json").write_text(
+            json.dumps({k: v for k, v in asdict(usage).items() if k != "batches"}, indent=2) + "\n"
+        )
+        console.print(
+            f"model calls {usage.calls}, completions {usage.generated}, cache hits "
+            f"{usage.hits}, {usage.seconds:.1f} s in the model"
+        )
     console.print(f"wrote {folder / 'psro.json'}, {folder / 'meta_game.csv'} and {png}")
+
+
+def _dialogue(cfg: PSROConfig):
+    """The meta-game over instruction strings, the instruction oracle and the first strategy
+    of a dialogue game; both populations start with the initial instructions."""
+    from stratagem.cli.solve import cached_backend, dialogue_setup
+    from stratagem.games.dialogue import ANY
+    from stratagem.solvers.expand import InstructionOracle, instruction_meta_game
+    from stratagem.solvers.psro import MetaGame
+
+    if cfg.oracle == "exact":
+        raise ConfigError("dialogue games use the candidates oracle (no exact best response)")
+    domain, scenarios, tree_args = dialogue_setup(cfg, cfg.game, cfg.scenarios)
+    initial = split_list(cfg.initial) or list(domain.instructions)
+    candidates = cfg.candidates or [*domain.definitions, ANY]
+    for name in [*initial, *candidates]:
+        domain.check_instruction(name)
+    backend = cached_backend(cfg)
+    meta = MetaGame(instruction_meta_game(domain, scenarios, backend, **tree_args))
+    for name in initial:
+        meta.add(0, name)
+        meta.add(1, name)
+    oracle = InstructionOracle(
+        list(candidates), domain, backend, propose=cfg.propose, seed=cfg.seed
+    )
+    return meta, oracle, initial[0]
 
 
 def _simulated(cfg: PSROConfig):
