@@ -50,8 +50,8 @@ _TRADE = re.compile(
     rf"(?:receive|get)\s+(\d+)\s+{_FRUIT}",
     re.IGNORECASE,
 )
-_ACCEPT = re.compile(r"\bACCEPT\b")
-_REJECT = re.compile(r"\bREJECT\b")
+_ACCEPT = re.compile(r"\bACCEPT\b|(?i:^\W*accept(?:ed)?\W*$)", re.MULTILINE)
+_REJECT = re.compile(r"\bREJECT\b|(?i:^\W*reject(?:ed)?\W*$)", re.MULTILINE)
 
 
 def _fruit(word: str) -> str:

@@ -32,8 +32,10 @@ from stratagem.seeding import rng
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 MIN_FREE, MAX_FREE = 3, 5  # how many days a seat is free
 VALUE_RANGE = (1, 10)  # what a free day is worth
-_PROPOSE = re.compile(r"PROPOSE\s*:\s*\**\s*(" + "|".join(DAYS) + r")\b", re.IGNORECASE)
-_ACCEPT = re.compile(r"\bACCEPT\b")
+# lenient on the keyword's form (PROPOSED:, Proposal:), strict on the day; ACCEPT in capitals
+# anywhere, or alone on its line in any case ("I accept, maybe" is not an acceptance)
+_PROPOSE = re.compile(r"PROPOS(?:E|ED|AL)\s*:\s*\**\s*(" + "|".join(DAYS) + r")\b", re.I)
+_ACCEPT = re.compile(r"\bACCEPT\b|(?i:^\W*accept(?:ed)?\W*$)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
