@@ -186,16 +186,48 @@ class Worker:
         least every ``flush_seconds`` while episodes finish, and the rest at the end."""
         from stratagem.play import play
 
-        specs = [m.episode((self.agent(m.agents[0]), self.agent(m.agents[1]))) for m in chunk]
-        done: list[Trace] = []
-        last = time.monotonic()
-        for trace in play(self.game, specs, max_live=max(len(specs), 1), on_error=on_error):
-            done.append(trace)
-            if time.monotonic() - last >= flush_seconds:
+        try:
+            specs = [m.episode((self.agent(m.agents[0]), self.agent(m.agents[1]))) for m in chunk]
+            done: list[Trace] = []
+            last = time.monotonic()
+            for trace in play(self.game, specs, max_live=max(len(specs), 1), on_error=on_error):
+                done.append(trace)
+                if time.monotonic() - last >= flush_seconds:
+                    yield done
+                    done, last = [], time.monotonic()
+            if done:
                 yield done
-                done, last = [], time.monotonic()
-        if done:
-            yield done
+        except StratagemError as exc:
+            raise RaisedOnWorker.of(exc) from None
+
+
+class RaisedOnWorker(Exception):
+    """A ``StratagemError`` raised on a worker, as data that always pickles (ours need not: an
+    ``UnknownNameError`` takes three arguments), so the driver can raise it again."""
+
+    def __init__(self, module: str, name: str, message: str):
+        """Record the error's class (``module``, ``name``) and message."""
+        super().__init__(module, name, message)
+
+    @classmethod
+    def of(cls, exc: StratagemError) -> RaisedOnWorker:
+        """Returns ``exc`` as data."""
+        return cls(type(exc).__module__, type(exc).__qualname__, str(exc))
+
+    def rebuild(self) -> StratagemError:
+        """Returns the original error: same class, same message (its ``__init__`` not rerun)."""
+        import importlib
+
+        module, name, message = self.args
+        try:
+            kind = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            kind = StratagemError
+        if not (isinstance(kind, type) and issubclass(kind, StratagemError)):
+            kind = StratagemError
+        error = kind.__new__(kind)
+        Exception.__init__(error, message)
+        return error
 
 
 @dataclass
@@ -388,8 +420,8 @@ class _Run:
             return
         except rx.RayTaskError as exc:
             cause = getattr(exc, "cause", None)
-            if isinstance(cause, StratagemError):
-                raise cause from None
+            if isinstance(cause, RaisedOnWorker):
+                raise cause.rebuild() from None
             raise
         except (rx.RayActorError, rx.WorkerCrashedError, rx.ObjectLostError):
             self._replace(chunk.worker)
