@@ -52,7 +52,8 @@ window.Stratagem = (function () {
   }
 
   function money(x) {
-    return "$" + Number(x).toFixed(2);
+    const value = Number(x);
+    return (value < 0 ? "-$" : "$") + Math.abs(value).toFixed(2);
   }
 
   function register(game, renderer) {

@@ -15,7 +15,7 @@
     if (entry.kind === "propose") {
       const text = entry.who === "you"
         ? "proposed to keep " + entry.text
-        : "submitted a proposal (hidden until the end)";
+        : "submitted its proposal (shown at the end)";
       return el("li", { class: entry.who + " note" }, el("span", { class: "who", text: who }), text);
     }
     return el("li", { class: entry.who }, el("span", { class: "who", text: who }),
@@ -59,8 +59,10 @@
         el("tbody", {}, rows)),
       el("p", { id: "objective", class: "muted", text: b.objective +
         " The model values the items differently; you do not see its values." }),
-      el("p", { class: "muted", text: "Turn " + Math.min(b.turn + 1, b.max_turns) + " of " +
-        b.max_turns + ". " + (b.first ? "You spoke first." : "The model spoke first.") })));
+      el("p", { class: "muted", text: (state.over
+        ? "The dialogue took " + b.turn + " turns. "
+        : "Turn " + Math.min(b.turn + 1, b.max_turns) + " of " + b.max_turns + ". ") +
+        (b.first ? "You spoke first." : "The model spoke first.") })));
 
     const dialogue = el("ol", { id: "dialogue", class: "dialogue" }, b.dialogue.map(line));
     board.append(el("section", { class: "panel" }, el("h2", { text: "Dialogue" }), dialogue));
