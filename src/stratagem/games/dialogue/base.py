@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from stratagem.errors import ConfigError, UnknownNameError
@@ -104,7 +104,6 @@ class Domain:
     structured: ClassVar[bool] = True  # whether messages end with a structured line
 
     instructions: tuple[str, ...] = ()
-    params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.instructions = tuple(self.instructions or self.default_instructions)
@@ -301,12 +300,12 @@ def register(cls: type[Domain]) -> type[Domain]:
     return cls
 
 
-def get_domain(name: str, instructions: Sequence[str] | None = None, **params: Any) -> Domain:
+def get_domain(name: str, instructions: Sequence[str] | None = None) -> Domain:
     """Returns the domain ``name`` with ``instructions`` (default: the domain's own);
     raises ``UnknownNameError`` for a domain that does not exist."""
     if name not in DOMAINS:
         raise UnknownNameError("dialogue domain", name, DOMAINS)
-    return DOMAINS[name](instructions=tuple(instructions or ()), params=dict(params))
+    return DOMAINS[name](instructions=tuple(instructions or ()))
 
 
 def last_number(text: str) -> float | None:

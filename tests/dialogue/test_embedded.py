@@ -1,0 +1,40 @@
+"""Dialogue trees on the embedded SmolLM2 (slow: minutes on a shared CPU)."""
+
+from __future__ import annotations
+
+import pytest
+
+from stratagem.games.dialogue import get_domain
+from stratagem.solvers.cfr import solve
+from stratagem.solvers.expand import CachedBackend, DialogueTree, expand
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def model():
+    from stratagem.backends.hf import HFBackend
+
+    return HFBackend("embedded")
+
+
+def test_meeting_tree_on_the_embedded_model(model, tmp_path):
+    domain = get_domain("meeting", ("Monday", "any"))
+    backend = CachedBackend(model, tmp_path / "cache.sqlite")
+    trees = [DialogueTree(domain, domain.scenario(s), backend, replies=2, seeds=2) for s in (0, 1)]
+    stats = expand(trees)
+    assert stats.model_calls <= 2 and stats.messages > 0  # one call per depth, no judge
+    solution = solve(trees[0].root, "cfr+", 200, points=2)
+    assert all(abs(sum(d.values()) - 1) < 1e-9 for d in solution.policy.values())
+    # a message is a function of (chat, seed): written again alone, it comes out the same
+    path = next(p for p in trees[0].history if len(p) == 1)
+    (instruction, j) = path[0]
+    chat = domain.chat(trees[0].scenario, trees[0].history[()], 1, instruction)
+    again = model.generate(
+        [chat], trees[0].sampling, seeds=[trees[0].seed_values[j]], stop=[domain.stop]
+    )
+    assert domain.clean(again[0].text, trees[0].scenario, 1) == trees[0].history[path][-1]
+    # a second expansion of the same trees is served from the cache
+    fresh = CachedBackend(model, tmp_path / "cache.sqlite")
+    again_trees = [DialogueTree(domain, t.scenario, fresh, replies=2, seeds=2) for t in trees]
+    assert expand(again_trees).model_calls == 0
