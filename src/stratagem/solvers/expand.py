@@ -262,7 +262,7 @@ class DialogueTree:
         self.history: dict[Branch, tuple[str, ...]] = {(): (scenario.opening,)}
         self.frontier: list[list[Branch]] = [[()]] + [[] for _ in range(replies)]
         self.outcomes: dict[Branch, Outcome] = {}
-        self.pending: list[Branch] = []  # finished dialogues waiting for the judge
+        self.pending: dict[Branch, None] = {}  # finished dialogues waiting for the judge (ordered)
         self.depth = 0  # depths generated so far
         self.structured = 0  # messages that hold a structured line
         self.root = DialogueNode(self, ())
@@ -299,7 +299,7 @@ class DialogueTree:
             if last or self.domain.ended(self.scenario, messages):
                 pay = self.domain.payoff(self.scenario, messages)
                 if pay is None:
-                    self.pending.append(child)
+                    self.pending[child] = None
                 else:
                     self.outcomes[child] = Outcome((float(pay[0]), float(pay[1])), "exact")
             else:
@@ -567,7 +567,7 @@ def judge(trees: Sequence[DialogueTree]) -> None:
             values = tree.domain.judgement_from_choice(tree.scenario, pick)
             tree.outcomes[path] = Outcome(values, "fallback", f"{text}\n[fallback: {pick}]")
     for tree in trees:
-        tree.pending = [p for p in tree.pending if p not in tree.outcomes]
+        tree.pending = {p: None for p in tree.pending if p not in tree.outcomes}
 
 
 def fixed_policy(root: Any, choice: str | Mapping[int, str]) -> dict[str, dict[str, float]]:
