@@ -78,7 +78,7 @@ class Server:
         assert r.status_code == 201, r.text
         return self.settle(r.json()["game_id"], client)
 
-    def settle(self, game_id: str, client: TestClient | None = None, timeout: float = 10) -> dict:
+    def settle(self, game_id: str, client: TestClient | None = None, timeout: float = 30) -> dict:
         """Polls the game until the model is not thinking; returns the state."""
         client = client or self.client
         deadline = time.monotonic() + timeout

@@ -21,7 +21,7 @@ import pytest
 from .conftest import ITEM, scripted
 from .test_api import BARGAINING, SENTINEL, dond_model
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(120)
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 XSS = (
     '<img src=x onerror="window.__xss=1"> </script><script>window.__xss=2</script> '
@@ -54,7 +54,7 @@ def open_page(browser: Any, url: str) -> tuple[Any, Any, Capture]:
     context = browser.new_context(viewport={"width": 900, "height": 900})
     capture = Capture(context)
     page = context.new_page()
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(30_000)
     response = page.goto(url)
     assert response is not None and response.ok
     page.wait_for_selector("#new-game", state="visible")

@@ -43,7 +43,7 @@ class Serve:
             cmd, stdout=self.log.open("w"), stderr=subprocess.STDOUT, env=env, cwd=tmp_path
         )
         self.client = httpx2.Client(base_url=self.base, headers={"Origin": self.base})
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90
         while True:
             try:
                 if self.client.get("/api/session").status_code == 200:
@@ -55,7 +55,7 @@ class Serve:
             time.sleep(0.05)
 
     def settle(self, game_id: str) -> dict:
-        for _ in range(500):
+        for _ in range(3000):
             state = self.client.get(f"/api/games/{game_id}").json()
             if not state["thinking"]:
                 return state
@@ -83,7 +83,7 @@ class Serve:
     def stop(self, sig: int = signal.SIGKILL) -> int:
         self.client.close()
         self.proc.send_signal(sig)
-        return self.proc.wait(15)
+        return self.proc.wait(60)
 
 
 def rows(db: Path) -> list[tuple]:
