@@ -2,7 +2,9 @@
 uvicorn on 127.0.0.1), scripted models, fixed Deal or No Deal contexts, and headless Chromium.
 
 Chromium comes from the system packages (Debian ``chromium``), driven by Playwright with
-``executable_path``; nothing is downloaded. Without it the browser tests skip, saying so.
+``executable_path``; nothing is downloaded. Playwright starts it with a fresh temporary profile
+(its own ``--user-data-dir``) and the flags below, so it does not reach for the network. Without
+it the browser tests skip, saying so (or fail, with ``STRATAGEM_REQUIRE_BROWSER=1``).
 """
 
 from __future__ import annotations
@@ -227,13 +229,15 @@ def chromium_path() -> str | None:
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     """Headless system Chromium through Playwright (a fresh profile per launch), or a skip."""
+    # CI sets STRATAGEM_REQUIRE_BROWSER=1 (make test): a missing browser fails instead of skipping
+    missing = pytest.fail if os.environ.get("STRATAGEM_REQUIRE_BROWSER") == "1" else pytest.skip
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.skip("playwright is not installed (pip install -e '.[dev]')")
+        missing("playwright is not installed (pip install -e '.[dev]')")
     path = chromium_path()
     if path is None:
-        pytest.skip("no Chromium at /usr/bin/chromium: apt-get install -y chromium chromium-driver")
+        missing("no Chromium at /usr/bin/chromium: apt-get install -y chromium (make test does)")
     with sync_playwright() as p:
         launched = p.chromium.launch(executable_path=path, headless=True, args=CHROMIUM_FLAGS)
         yield launched

@@ -118,6 +118,26 @@ def test_bargaining_deal_through_the_api(serve):
     assert server.service.store.count() == 1
 
 
+def test_bargaining_as_the_buyer(serve):
+    server = serve("bargaining", spec="strategy:Boulware", params=BARGAINING, seat=1)
+    state = server.new_game()
+    gid = state["game_id"]
+    board = state["board"]
+    assert state["your_turn"] and board["role"] == "buyer" and not board["listing"]
+    assert [(e["who"], e["kind"]) for e in board["log"]] == [("model", "listing")]
+    assert board["their_offer"] == board["log"][0]["price"]
+    r = server.turn(gid, {"kind": "reject", "message": "Too much for me."})
+    assert r.status_code == 200, r.text
+    state = server.settle(gid)
+    assert server.turn(gid, {"kind": "offer", "price": 7001.004}).status_code == 200
+    assert server.human(gid).episode.state.offers[1] == [7001.0]  # cents
+    state = server.settle(gid)
+    assert server.turn(gid, {"kind": "quit", "message": "Goodbye."}).status_code == 200
+    state = server.settle(gid)
+    assert state["over"] and state["outcome"]["end_reason"] == "quit"
+    assert state["outcome"]["deal"] is False and state["outcome"]["your_utility"] == 0.0
+
+
 def test_ipd_eight_rounds_against_tit_for_tat(serve):
     server = serve("ipd", spec="strategy:TitForTat")
     state = server.new_game()
