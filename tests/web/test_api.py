@@ -758,6 +758,29 @@ def test_i8_an_idle_game_is_stored_once_as_abandoned(serve, dond_contexts):
     assert server.client.get("/api/session").json()["live"] is None
 
 
+def test_i8_a_failed_write_is_retried_and_keeps_the_finished_status(
+    serve, dond_contexts, monkeypatch
+):
+    now = [0.0]
+    server = dond_server(serve, dond_contexts, limits=Limits(idle_seconds=60), clock=lambda: now[0])
+    store = server.service.store
+    real = store.save
+    failures = iter([True])
+
+    def flaky_save(record):
+        if next(failures, False):
+            raise OSError("disk full")
+        return real(record)
+
+    monkeypatch.setattr(store, "save", flaky_save)
+    state = finish_dond(server)
+    assert state["over"] and store.count() == 0  # the write failed; the game is kept in memory
+    now[0] += 61
+    assert server.service.reap() == 0
+    [row] = store.records()
+    assert row.status == "finished" and row.human_score == 6.0
+
+
 def test_i8_leaving_or_starting_again_abandons_the_live_game(serve, dond_contexts):
     server = dond_server(serve, dond_contexts)
     first = server.new_game()["game_id"]

@@ -154,8 +154,6 @@ class PlayService:
         self._lock = threading.Lock()  # guards ``sessions`` and ``games``
         self.worker = ModelWorker(agent, self.after_change, max_batch=max_batch)
 
-    # ---- sessions and games ----
-
     def session(self, cookie: str | None) -> Session | None:
         """Returns the session a cookie names, or None (no cookie, a tampered one, or a session
         this server does not know)."""
@@ -253,9 +251,11 @@ class PlayService:
             self.worker.request(human)
 
     def after_change(self, human: HumanEpisode) -> None:
-        """Stores a game that just finished (once)."""
+        """Stores a game that just finished (once). A failed write is logged, not raised: the
+        person's move stands, and the reaper writes the game again once it is idle."""
         if human.done and not human.closed:
-            self.close(human, "finished")
+            with contextlib.suppress(Exception):
+                self.close(human, _ending(human))
 
     def close(self, human: HumanEpisode, status: Status) -> bool:
         """Stores ``human`` as ``finished`` or ``abandoned`` (a live game is ended first) and
@@ -315,8 +315,11 @@ class PlayService:
             stale = [h for h in self.games.values() if now - h.touched > idle]
         abandoned = 0
         for human in stale:
-            if not human.closed:
-                abandoned += self.close(human, "abandoned")
+            if human.closed:
+                continue
+            ending = _ending(human)
+            if self.close(human, ending) and ending == "abandoned":
+                abandoned += 1
         with self._lock:
             for human in stale:
                 if human.closed:
@@ -334,8 +337,14 @@ class PlayService:
             live = [h for h in self.games.values() if not h.closed]
         for human in live:
             with contextlib.suppress(Exception):
-                self.close(human, "abandoned")
+                self.close(human, _ending(human))
         self.worker.stop()
+
+
+def _ending(human: HumanEpisode) -> Status:
+    """How a game that is being closed ends: ``finished`` if it reached its end by the rules
+    (its storing failed earlier and is retried), else ``abandoned``."""
+    return "finished" if human.done and human.episode.error is None else "abandoned"
 
 
 def create_app(service: PlayService, allowed_hosts: list[str] | None = None) -> FastAPI:
