@@ -78,7 +78,9 @@ class ServeConfig(BaseModel):
 
 
 def serve_command(
-    game: str = typer.Option(None, "--game", "-g", help="dond, bargaining, ipd or kuhn [dond]."),
+    game: str = typer.Option(
+        None, "--game", "-g", help="dond, bargaining, ipd or kuhn (default: dond)."
+    ),
     param: list[str] = typer.Option(
         None, "--param", "-p", help="Game parameter KEY=VALUE (JSON value); repeatable."
     ),
@@ -89,27 +91,33 @@ def serve_command(
         help="The opponent: strategy:NAME, hf, hf:MODEL_OR_PATH or openai:MODEL.",
     ),
     seat: int = typer.Option(
-        None, help="The person's seat, 0 or 1 (bargaining: 0 sells) [drawn per game]."
+        None, help="The person's seat, 0 or 1; bargaining: 0 sells (default: drawn per game)."
     ),
-    host: str = typer.Option(None, help="Address to listen on [127.0.0.1]."),
-    port: int = typer.Option(None, help="Port to listen on [8000]."),
-    db: str = typer.Option(None, help=f"SQLite file of played games [{DEFAULT_DB}]."),
+    host: str = typer.Option(None, help="Address to listen on (default: 127.0.0.1)."),
+    port: int = typer.Option(None, help="Port to listen on (default: 8000)."),
+    db: str = typer.Option(None, help=f"SQLite file of played games (default: {DEFAULT_DB})."),
     allowed_host: list[str] = typer.Option(
         None, "--allowed-host", help="Host name people use to reach the page; repeatable."
     ),
     export: str = typer.Option(
         None, help="Write the stored finished games of --game as a run folder, then exit."
     ),
-    temperature: float = typer.Option(None, help="Sampling temperature; 0 is greedy [0]."),
-    max_new_tokens: int = typer.Option(None, help="Generated tokens per model turn [128]."),
+    temperature: float = typer.Option(None, help="Sampling temperature; 0 is greedy (default: 0)."),
+    max_new_tokens: int = typer.Option(
+        None, help="Generated tokens per model turn (default: 128)."
+    ),
     adapter: str = typer.Option(None, help="PEFT adapter folder for an hf model."),
     base_url: str = typer.Option(None, help="OpenAI-compatible endpoint for openai:MODEL."),
-    max_retries: int = typer.Option(None, help="Retries per request for openai [2]."),
-    attempt_timeout: float = typer.Option(None, help="Seconds per request attempt [60]."),
-    turns_per_minute: int = typer.Option(None, help="Turns one browser session may send [30]."),
-    games_per_hour: int = typer.Option(None, help="Games one browser session may start [30]."),
+    max_retries: int = typer.Option(None, help="Retries per request for openai (default: 2)."),
+    attempt_timeout: float = typer.Option(None, help="Seconds per request attempt (default: 60)."),
+    turns_per_minute: int = typer.Option(
+        None, help="Turns one browser session may send (default: 30)."
+    ),
+    games_per_hour: int = typer.Option(
+        None, help="Games one browser session may start (default: 30)."
+    ),
     idle_minutes: float = typer.Option(
-        None, help="Minutes after which an untouched game is stored as abandoned [15]."
+        None, help="Minutes after which an untouched game is stored as abandoned (default: 15)."
     ),
     config: Path = typer.Option(None, "--config", "-c", help="YAML or TOML file of settings."),
 ) -> None:
