@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SERVER_STAMP := $(VENV)/.installed-server
+BROWSER_STAMP := $(VENV)/.installed-browser
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup run test test-fast bench golden lint
 
@@ -20,14 +22,20 @@ $(SERVER_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e ".[server]"
 	touch $(SERVER_STAMP)
 
+# headless Chromium for the play page's browser tests: the Debian package, driven by Playwright
+# (a pip package); nothing is downloaded at run time
+$(BROWSER_STAMP): $(STAMP)
+	test -x /usr/bin/chromium || ($(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	touch $(BROWSER_STAMP)
+
 setup: $(STAMP)
 
 # main job: SEPO evaluation of the embedded SmolLM2 on Kuhn poker against all pools
 run: setup
 	$(BIN)/stratagem eval --game kuhn --agent hf --episodes 5
 
-test: $(SERVER_STAMP)
-	STRATAGEM_REQUIRE_LLAMA=1 $(BIN)/pytest
+test: $(SERVER_STAMP) $(BROWSER_STAMP)
+	STRATAGEM_REQUIRE_LLAMA=1 STRATAGEM_REQUIRE_BROWSER=1 $(BIN)/pytest
 
 # rule-based and scripted tests only (no model, no server): seconds
 test-fast: setup

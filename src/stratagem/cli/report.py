@@ -10,7 +10,7 @@ import typer
 from stratagem.cli.evaluate import print_evaluation
 from stratagem.errors import ConfigError
 from stratagem.evaluation import POLICY, Evaluation
-from stratagem.game import HasSolverTree
+from stratagem.game import HasMetrics, HasSolverTree
 from stratagem.games import get_game
 from stratagem.metrics.sepo import SEPOGame, sepo_metrics
 from stratagem.report.tables import write_metrics
@@ -33,6 +33,11 @@ def report_command(run: Path = typer.Argument(..., help="A run folder written by
         )
     scan_traces(run / TRACES)  # a bad line or a duplicate episode is an error, not a count
     game = get_game(fp["game"], **fp.get("game_params", {}))
+    if not isinstance(game, SEPOGame | HasMetrics):
+        raise ConfigError(
+            f"{game.name} has no evaluation metrics to rebuild; its tables come from "
+            f"`stratagem tournament --game {game.name}`"
+        )
     normalise = fp.get("normalise", False)
     traces = read_traces(run / TRACES)
     other = next((t for t in traces if t.game != game.name), None)
