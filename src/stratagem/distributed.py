@@ -365,6 +365,7 @@ class _Run:
         self.n = self.chunk = self.max_deaths = 1
         self.gpus = 0.0
         self.actors: list[Any] = []
+        self.last_death = ""
         self.running: dict[Any, _Chunk] = {}  # streaming generator -> its chunk
 
     def _size(self) -> None:
@@ -423,7 +424,8 @@ class _Run:
             if isinstance(cause, RaisedOnWorker):
                 raise cause.rebuild() from None
             raise
-        except (rx.RayActorError, rx.WorkerCrashedError, rx.ObjectLostError):
+        except (rx.RayActorError, rx.WorkerCrashedError, rx.ObjectLostError) as exc:
+            self.last_death = _first_line(exc)
             self._replace(chunk.worker)
             return
         for trace in batch:
@@ -437,7 +439,18 @@ class _Run:
         return self.actor_class.remote(self.game_spec, self.player.options)
 
     def _pids(self) -> list[int]:
-        return list(self.ray.get([a.pid.remote() for a in self.actors]))
+        """The workers' process ids (-1 for one that failed to start: its first chunk fails
+        and it is replaced like any dead worker)."""
+        from ray import exceptions as rx
+
+        pids = []
+        for ref in [a.pid.remote() for a in self.actors]:
+            try:
+                pids.append(self.ray.get(ref))
+            except rx.RayActorError as exc:
+                self.last_death = _first_line(exc)
+                pids.append(-1)
+        return pids
 
     def _take(self) -> list[MatchSpec]:
         """The next chunk: requeued episodes first; chunks shrink near the end so every worker
@@ -477,11 +490,17 @@ class _Run:
             self._requeue(self.running.pop(gen))
         if self.player.deaths > self.max_deaths:
             raise RayWorkerError(
-                f"Ray workers died {self.player.deaths} times; finished episodes are saved, "
-                "rerun the same command to resume"
+                f"Ray workers died {self.player.deaths} times (last: {self.last_death}); "
+                "finished episodes are saved, rerun the same command to resume"
             )
         self.ray.kill(self.actors[w], no_restart=True)
         self.actors[w] = self._spawn()
         self.player.pids = self._pids()
         for _ in range(self.DEPTH):
             self._submit(w)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first non-empty line of an error's message (Ray's carry whole tracebacks)."""
+    lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
+    return lines[0] if lines else type(exc).__name__

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from stratagem.distributed import RayPlayer, RemoteAgent
+from stratagem.distributed import RayPlayer, RayWorkerError, RemoteAgent
 from stratagem.errors import UnknownNameError
 from stratagem.evaluation import evaluate
 from stratagem.games import get_game
@@ -99,3 +99,19 @@ def test_a_worker_error_surfaces_as_itself(cluster, tmp_path):
     agents = {"good": get_strategy("ipd", "TitForTat"), "bad": RemoteAgent("strategy:Nope", "x")}
     with pytest.raises(UnknownNameError, match="Nope"):
         round_robin(game, agents, tmp_path, count=2, player=RayPlayer(workers=1))
+
+
+def test_too_many_worker_deaths_stop_the_run_and_a_rerun_finishes_it(cluster, local_run, tmp_path):
+    player = RayPlayer(workers=2, chunk=40, max_worker_deaths=0)
+
+    def kill_a_worker(trace):
+        if player.pids and player.pids[0] > 0:
+            os.kill(player.pids[0], signal.SIGKILL)
+            player.pids[0] = -1
+
+    with pytest.raises(RayWorkerError, match="died 1 times"):
+        bargaining(tmp_path, player, on_episode=kill_a_worker)
+    kept = ids(tmp_path)
+    assert len(kept) == len(set(kept)) > 0
+    bargaining(tmp_path)  # resumed locally: Ray is a runtime setting, not part of the run
+    assert canonical(tmp_path) == canonical(local_run)
