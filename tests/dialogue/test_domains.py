@@ -141,4 +141,6 @@ def test_clean_cuts_the_other_seats_turn_and_own_name():
     domain, s = meeting_scenario()
     text = "Bob: Fine by me.\nPROPOSE: Wednesday\nAlice: great\nmore"
     assert domain.clean(text, s, 1) == "Fine by me.\nPROPOSE: Wednesday"
+    echo = "Sure.\nPROPOSE: Friday\n\n(Note for Bob's reply: push for Friday.)"
+    assert domain.clean(echo, s, 1) == "Sure.\nPROPOSE: Friday"  # the note is private
     assert domain.stop("Fine.\nPROPOSE: Wednesday") and not domain.stop("PROPOSE: Wed")

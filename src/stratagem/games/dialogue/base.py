@@ -231,12 +231,13 @@ class Domain:
 
     def clean(self, text: str, scenario: Scenario, seat: int) -> str:
         """A generated message as sent: the writer's own name prefix dropped, cut where the
-        model starts writing the other seat's turn, stripped and capped in length."""
+        model starts writing the other seat's turn or echoes its instruction note (which is
+        private to the writer), stripped and capped in length."""
         me, other = scenario.names[seat], scenario.names[1 - seat]
         text = re.sub(rf"^\s*{re.escape(me)}\s*:\s*", "", text.strip())
         lines = []
         for line in text.splitlines():
-            if re.match(rf"^\s*{re.escape(other)}\s*:", line):
+            if re.match(rf"^\s*({re.escape(other)}\s*:|\(?\s*Note for\b)", line):
                 break
             lines.append(line)
         return "\n".join(lines).strip()[:MAX_MESSAGE_CHARS]
