@@ -21,10 +21,13 @@ How a run goes:
    trace file equals a local run's, line order aside.
 
 Departures from a local run: an LLM agent's batch is the chunk a worker holds, not every live
-episode of the run, so greedy text may differ in the last bits where batch shape changes the
-arithmetic (RELIABILITY D4); the driver checks the folder and writes traces, and only the workers
-call agents (the evaluated agent is still built on the driver where metrics need it, e.g. Kuhn's
-exact exploitability).
+episode of the run. Sampling is seeded per decision, so texts and actions stay the same, but the
+last bits of the logits depend on the batch's shape (RELIABILITY D4): measured on the embedded
+model in fp32, texts, actions and payoffs are equal and fallback probabilities differ by about
+1e-6; in bf16 (``dtype=auto`` on CPUs with native bf16) greedy near-ties can flip and texts then
+differ. The driver checks the folder and writes traces, and only the workers call agents (the
+evaluated agent is still built on the driver where metrics need it, e.g. Kuhn's exact
+exploitability).
 """
 
 from __future__ import annotations
