@@ -89,6 +89,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="smaller runs (a smoke test)")
     parser.add_argument("--skip-model", action="store_true", help="rule-based only")
+    parser.add_argument("--model-episodes", type=int, default=3, help="Kuhn episodes/opponent")
     args = parser.parse_args()
     import ray
 
@@ -103,7 +104,7 @@ def main() -> None:
     for row in measure("bargaining round robin", run, n, kwargs, args.repeats):
         print(row, flush=True)
     if not args.skip_model:
-        run, n, kwargs = model_eval_run(1 if args.quick else 3)
+        run, n, kwargs = model_eval_run(1 if args.quick else args.model_episodes)
         for row in measure("embedded-model Kuhn eval", run, n, kwargs, args.repeats):
             print(row, flush=True)
     ray.shutdown()

@@ -126,31 +126,19 @@ def test_an_embedded_model_eval_with_two_ray_workers_equals_the_local_run(tmp_pa
     two Ray workers in chunks, because each decision samples with its own seed."""
     config = tmp_path / "eval.yaml"
     config.write_text("dtype: float32\n")
+    # one torch thread, as each Ray worker has: the same arithmetic, and no OpenMP threads
+    # spinning against each other on a busy 2-core machine
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
 
     def evaluate(out: Path, *extra: str) -> subprocess.CompletedProcess:
+        args = ["eval", "--game", "kuhn", "--agent", "hf", "--episodes", "2"]
+        args += ["--temperature", "1", "--max-new-tokens", "16", "--config", str(config)]
         return subprocess.run(
-            [
-                *CLI,
-                "eval",
-                "--game",
-                "kuhn",
-                "--agent",
-                "hf",
-                "--episodes",
-                "2",
-                "--temperature",
-                "1",
-                "--max-new-tokens",
-                "24",
-                "--config",
-                str(config),
-                "--out",
-                str(out),
-                *extra,
-            ],  # fmt: skip
+            [*CLI, *args, "--out", str(out), *extra],
             capture_output=True,
             text=True,
             timeout=1200,
+            env=env,
         )
 
     local = evaluate(tmp_path / "local")
