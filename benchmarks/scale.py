@@ -90,8 +90,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller runs (a smoke test)")
     parser.add_argument("--skip-model", action="store_true", help="rule-based only")
     parser.add_argument("--model-episodes", type=int, default=3, help="Kuhn episodes/opponent")
+    parser.add_argument(
+        "--local-threads", type=int, default=None, help="torch threads of the local run [all]"
+    )
     args = parser.parse_args()
+    import os
+
     import ray
+
+    if args.local_threads:
+        import torch
+
+        torch.set_num_threads(args.local_threads)  # Ray workers run one thread each
+    print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
 
     start = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
@@ -108,6 +119,7 @@ def main() -> None:
         for row in measure("embedded-model Kuhn eval", run, n, kwargs, args.repeats):
             print(row, flush=True)
     ray.shutdown()
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
