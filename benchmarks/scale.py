@@ -10,7 +10,9 @@ One local Ray cluster of 2 CPUs is started first (its start time is printed apar
 ``--ray`` pays it once) and every Ray run reuses it. Each configuration runs ``--repeats`` times,
 interleaved, and the median is reported with the ratio to local and the overhead per episode,
 (Ray time - local time) / episodes. Ray workers run torch on one thread each (Ray sets
-``OMP_NUM_THREADS`` to the worker's one CPU); the local run uses every core.
+``OMP_NUM_THREADS`` to the worker's one CPU); the local run uses every core unless
+``--local-threads`` says otherwise. The load average is printed: on a shared machine other jobs
+change every number, and OpenMP threads of the local run suffer most from oversubscription.
 """
 
 from __future__ import annotations
