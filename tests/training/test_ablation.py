@@ -27,19 +27,23 @@ def test_three_penalty_modes_from_one_start(tiny_args, tmp_path, game):
     table = run_ablation(base, "penalty", MODES, log=lambda _: None)
 
     states = {mode: state(out / f"penalty-{mode}") for mode in MODES}
-    prints = {mode: s["fingerprint"] for mode, s in states.items()}
+    prints = {
+        mode: json.loads((out / f"penalty-{mode}" / "run.json").read_text())["fingerprint"]
+        for mode in MODES
+    }
     for mode in MODES:  # arms differ in the penalty (and their folder) only
         differ = {k for k in prints[mode] if prints[mode][k] != prints["own_episodes"][k]}
         assert differ == (set() if mode == "own_episodes" else {"penalty", "out"})
     # one starting policy: identical step-0 evaluations in every arm
     first = [s["evals"][0] for s in states.values()]
     assert all(e == first[0] for e in first)
-    # per_rollout and own_episodes play the same groups with the same seeds, so the same
-    # rollouts; shared plays only the training pool
+    # shared and per_rollout train on the training pool only (their exploit and collusive
+    # episodes only estimate P), with the same seeds and per-episode sampling, hence the same
+    # trained decisions; own_episodes trains on all three pools. Both penalties are non-zero.
     logs = {mode: s["log"][0] for mode, s in states.items()}
-    assert logs["per_rollout"]["reward"] == logs["own_episodes"]["reward"]
-    assert logs["per_rollout"]["samples"] == logs["own_episodes"]["samples"]
+    assert logs["shared"]["samples"] == logs["per_rollout"]["samples"]
     assert logs["shared"]["samples"] < logs["own_episodes"]["samples"]
+    assert logs["shared"]["penalty"] > 0 and logs["per_rollout"]["penalty"] > 0
 
     assert list(table["penalty"]) == [m for m in MODES for _ in (0, 1)]
     assert list(table["step"]) == [0, 1] * 3

@@ -1,5 +1,6 @@
 """SEPO trainer on a tiny random LM with the embedded tokenizer: resume equals an uninterrupted
-run (RELIABILITY H1-H4) and the shared penalty adds exactly zero gradient on a real step."""
+run (RELIABILITY H1-H4); on a real step the shared penalty adds exactly zero gradient, the PPO
+ratio is taken against the rollout's log-probs, and no full-vocabulary logits are built."""
 
 from __future__ import annotations
 
@@ -53,42 +54,116 @@ def test_incomplete_checkpoint_is_ignored_and_drift_refused(tiny_args, tmp_path)
         train_sepo(tiny_args(out, steps=6, rollouts=3), log=lambda _: None)
 
 
-def test_shared_penalty_adds_zero_gradient_on_a_real_step(tiny_args, tmp_path, monkeypatch):
-    args = tiny_args(tmp_path, penalty="shared").resolved()
-    game = get_game("kuhn")
-    policy, tokenizer = sepo.load_policy(args)
+def rolled_out(tiny_args, tmp_path, **overrides):
+    """A policy, its agent and one step's rollouts on the tiny LM."""
     from stratagem.agents.llm import LLMAgent
     from stratagem.backends.base import Sampling
     from stratagem.backends.hf import HFBackend
 
-    agent = LLMAgent(
-        HFBackend.from_model(policy, tokenizer, "tiny"),
-        game,
-        Sampling(0.8, 1.0, 6),
-        fallback="sample",
-    )
-    traces = sepo.rollout(agent, args, step=0)
-    with_penalty = sepo.samples_from(traces, game, args)
-    monkeypatch.setattr(sepo, "apply_penalty", lambda rewards, p, mode: rewards)
-    without = sepo.samples_from(traces, game, args)
-    assert [s.advantage for s in with_penalty] == pytest.approx(
-        [s.advantage for s in without], abs=1e-9
-    )
+    args = tiny_args(tmp_path, **overrides).resolved()
+    game = get_game(args.game)
+    policy, tokenizer = sepo.load_policy(args)
+    policy.eval()
+    backend = HFBackend.from_model(policy, tokenizer, "tiny", prefix_reuse=True)
+    agent = LLMAgent(backend, game, Sampling(args.temperature, 1.0, 6), fallback="sample")
+    return args, game, policy, sepo.rollout(agent, args, step=0)
 
-    def grads(samples):
-        policy.zero_grad(set_to_none=True)
-        sepo.accumulate_gradients(policy, samples, args, norm=10.0)
-        return [p.grad.clone() for p in policy.parameters() if p.requires_grad]
 
-    for a, b in zip(grads(with_penalty), grads(without), strict=True):
-        assert torch.allclose(a, b, atol=1e-9)
-    assert any(g.abs().sum() > 0 for g in grads(without))  # the step does move the policy
+def gradients(policy, sequences, args):
+    policy.zero_grad(set_to_none=True)
+    refs = sepo.reference_logprobs(policy, sequences, args)
+    sepo.accumulate_gradients(policy, sequences, refs, args)
+    return [p.grad.clone() for p in policy.parameters() if p.requires_grad]
+
+
+def test_shared_penalty_is_not_zero_and_adds_zero_gradient_on_a_real_step(
+    tiny_args, tmp_path, monkeypatch
+):
+    args, game, policy, traces = rolled_out(
+        tiny_args, tmp_path, game="ipd", penalty="shared", lora_dropout=0.0
+    )
+    groups = sepo.step_groups(traces, game, args)
+    assert all(p > 0 for g in groups for p in g.penalties)  # P = λe·e + λc·c + λx·x ≠ 0
+    with_penalty = sepo.turns_from(groups, game, args)
+    monkeypatch.setattr(sepo, "subtract_penalty", lambda rewards, p: rewards)
+    without = sepo.turns_from(sepo.step_groups(traces, game, args), game, args)
+    assert [t.advantage for t in with_penalty] == pytest.approx(
+        [t.advantage for t in without], abs=1e-9
+    )
+    assert any(t.advantage != 0 for t in without)
+    policy.train()
+    a = gradients(policy, sepo.per_decision(with_penalty), args)
+    b = gradients(policy, sepo.per_decision(without), args)
+    for x, y in zip(a, b, strict=True):
+        assert torch.allclose(x, y, atol=1e-9)
+    assert any(g.abs().sum() > 0 for g in a)  # the step does move the policy
+
+
+def test_rollout_logprobs_are_the_old_policy_and_the_clip_binds_in_epoch_two(tiny_args, tmp_path):
+    """Old log-probs are recorded while sampling, at the sampling temperature: the first epoch's
+    ratio is 1 (to float error); the second epoch's moves, and with a large step the clip holds."""
+    args, game, policy, traces = rolled_out(
+        tiny_args, tmp_path, lora_dropout=0.0, epochs=2, learning_rate=0.05, kl=0.0
+    )
+    turns = sepo.turns_from(sepo.step_groups(traces, game, args), game, args)
+    params = [p for p in policy.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=args.learning_rate)
+    first, second = sepo.update(policy, optimizer, params, sepo.per_decision(turns), args)
+    assert first["ratio_max_dev"] < 1e-4 and first["clipped"] == 0
+    assert second["ratio_max_dev"] > 0.2 and second["clipped"] > 0
+
+
+def test_old_logprobs_follow_the_sampling_temperature(tiny_args, tmp_path):
+    args, game, policy, traces = rolled_out(tiny_args, tmp_path, temperature=0.5)
+    turns = sepo.turns_from(sepo.step_groups(traces, game, args), game, args)
+    seq = sepo.per_decision(turns)[0]
+    from stratagem.training.logprobs import sequence_logprobs
+
+    with torch.no_grad():
+        at_t = sequence_logprobs(policy, seq.ids, seq.positions, temperature=0.5)
+        at_one = sequence_logprobs(policy, seq.ids, seq.positions, temperature=1.0)
+    old = torch.tensor(seq.old)
+    assert torch.allclose(at_t, old, atol=1e-4)
+    assert not torch.allclose(at_one, old, atol=1e-2)
+
+
+def test_the_real_step_never_builds_full_vocabulary_logits(tiny_args, tmp_path):
+    """Every tensor the forward and backward passes create: none holds more than ``chunk``
+    positions of vocabulary-wide scores, while the sequences are hundreds of tokens long."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    args, game, policy, traces = rolled_out(tiny_args, tmp_path, game="ipd")
+    sequences = sepo.per_decision(sepo.turns_from(sepo.step_groups(traces, game, args), game, args))
+    vocab = policy.get_output_embeddings().weight.shape[0]
+    assert max(len(s.ids) for s in sequences) > 10 * args.chunk
+
+    class Shapes(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.widest = 0  # most positions of one (…, positions, V) tensor
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, tuple | list) else (out,):
+                if isinstance(t, torch.Tensor) and t.dim() >= 2 and t.shape[-1] == vocab:
+                    self.widest = max(self.widest, t.numel() // vocab)
+            return out
+
+    policy.train()
+    with Shapes() as shapes:
+        gradients(policy, sequences, args)
+    assert 0 < shapes.widest <= args.chunk
+    with Shapes() as naive:  # the check does see full logits where they exist
+        with torch.no_grad():
+            policy(input_ids=torch.tensor([sequences[0].ids]))
+    assert naive.widest == len(sequences[0].ids)
 
 
 def test_penalty_modes_and_groups():
     assert sepo.groups_for("ipd", "shared") == [
         ("train", n) for n in ("TitForTat", "GenerousTFT", "Mixed", "GrimTrigger")
     ]
+    assert sepo.groups_for("ipd", "per_rollout") == sepo.groups_for("ipd", "shared")
     own = sepo.groups_for("ipd", "own_episodes")
     assert ("exploit", "AlwaysDefect") in own and ("collusive", "AlwaysCooperate") in own
     resolved = dataclasses.replace(SEPOArgs(game="kuhn")).resolved()
@@ -117,7 +192,13 @@ def test_best_checkpoint_survives_rotation(tiny_args, tmp_path, monkeypatch):
     evals = json.loads((out / "checkpoint-10/trainer_state.json").read_text())["evals"]
     assert [e["step"] for e in evals] == [0, 2, 4, 6, 8, 10]
     best = json.loads((out / "best.json").read_text())
-    assert best == {"step": 2, "safety_j": 0.5, "adapter": "checkpoint-2/adapter"}
+    assert best == {
+        "step": 2,
+        "score": 0.5,
+        "metric": "safety_j",
+        "adapter": "checkpoint-2/adapter",
+        "below": None,
+    }
     from peft import PeftConfig
 
     assert PeftConfig.from_pretrained(out / best["adapter"]).r == 4  # loadable by `eval --adapter`

@@ -1,4 +1,4 @@
-"""LoRA SFT with TRL on the embedded model: a two-step smoke run (slow)."""
+"""LoRA SFT: per-turn loss masks (fast) and a two-step TRL run on the embedded model (slow)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,14 @@ import json
 
 import pytest
 
-pytestmark = pytest.mark.slow
 
-
+@pytest.mark.slow
 def test_two_steps_of_lora_sft_write_an_adapter_that_loads(tmp_path):
     from stratagem.backends.hf import HFBackend
     from stratagem.training.sft import SFTArgs, train_sft
     from stratagem.training.sft_data import write_dataset
 
-    write_dataset("kuhn", tmp_path / "data", sizes={"kuhn": 40})
+    write_dataset("kuhn", tmp_path / "data", sizes={"kuhn": 60})
     adapter = train_sft(
         SFTArgs(
             data=tmp_path / "data/kuhn",
@@ -33,6 +32,7 @@ def test_two_steps_of_lora_sft_write_an_adapter_that_loads(tmp_path):
     assert backend.model_id.endswith(str(adapter))
 
 
+@pytest.mark.slow
 def test_a_game_filter_that_matches_nothing_is_refused(tmp_path):
     from stratagem.errors import ConfigError
     from stratagem.training.sft import SFTArgs, train_sft
@@ -42,3 +42,31 @@ def test_a_game_filter_that_matches_nothing_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="no rows of ipd"):
         train_sft(SFTArgs(data=tmp_path / "data/kuhn", out=tmp_path / "run", games=("ipd",)))
     assert not (tmp_path / "run" / "adapter").exists()
+
+
+def test_loss_covers_every_assistant_turn_and_nothing_else():
+    from transformers import AutoTokenizer
+
+    from stratagem.backends.embedded import embedded_dir
+    from stratagem.training.sft import IGNORE, tokenize_chat
+    from stratagem.training.sft_data import game_chats
+
+    tokenizer = AutoTokenizer.from_pretrained(embedded_dir())
+    chat = next(game_chats("ipd", 8))
+    out = tokenize_chat(tokenizer, chat.messages, max_length=4096)
+    ids, labels = out["input_ids"], out["labels"]
+    full = tokenizer.apply_chat_template(chat.messages, tokenize=False)
+    assert tokenizer.decode(ids) == full  # the turns put together are the whole chat
+    spans, current = [], []
+    for token, label in zip(ids, labels, strict=True):
+        if label != IGNORE:
+            assert label == token
+            current.append(token)
+        elif current:
+            spans.append(tokenizer.decode(current))
+            current = []
+    spans.append(tokenizer.decode(current))
+    answers = [m["content"] for m in chat.messages if m["role"] == "assistant"]
+    assert spans == [f"{a}<|im_end|>\n" for a in answers]  # each answer and its end of turn
+    short = tokenize_chat(tokenizer, chat.messages, max_length=100)
+    assert len(short["input_ids"]) == len(short["labels"]) == 100

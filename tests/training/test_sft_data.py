@@ -1,4 +1,5 @@
-"""gen-sft: App. H counts, readable by `datasets`, legal final actions, deterministic."""
+"""gen-sft: one chat per (episode, seat), App. H sizes in decisions, readable by `datasets`,
+legal actions on every assistant turn, opponents from the training pools only, deterministic."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 
 from stratagem.games import get_game
 from stratagem.parsing import parse_action
-from stratagem.training.sft_data import DATASETS
+from stratagem.strategies import get_pools
+from stratagem.training.sft_data import DATASETS, game_chats
 
 
 @pytest.fixture(scope="module")
@@ -26,72 +28,62 @@ def data(tmp_path_factory):
     return out
 
 
-def test_app_h_counts_and_split(data):
+def test_app_h_sizes_in_decisions_and_an_80_20_split_of_chats(data):
     for name, sizes in DATASETS.items():
         card = json.loads((data / name / "card.json").read_text())
-        total = sum(sizes.values())
-        assert card["examples"]["train"] + card["examples"]["test"] == total
-        assert card["examples"]["test"] == round(0.2 * total)
+        assert sum(card["decisions"].values()) == sum(sizes.values())
         assert card["per_game"] == sizes
+        chats = sum(card["chats"].values())
+        assert card["chats"]["test"] == round(0.2 * chats)
         assert card["assistant_chars"]["median"] < 100
 
 
-def test_datasets_library_reads_it(data):
+def test_datasets_library_reads_whole_chats(data):
     from datasets import load_dataset
 
-    ds = load_dataset(
-        "json",
-        data_files={"train": str(data / "kuhn/train.jsonl"), "test": str(data / "kuhn/test.jsonl")},
-    )
-    assert ds["train"].num_rows == 6400 and ds["test"].num_rows == 1600
+    files = {"train": str(data / "kuhn/train.jsonl"), "test": str(data / "kuhn/test.jsonl")}
+    ds = load_dataset("json", data_files=files)
+    card = json.loads((data / "kuhn/card.json").read_text())
+    assert ds["train"].num_rows == card["chats"]["train"]
     for row in ds["train"].select(range(50)):
         roles = [m["role"] for m in row["messages"]]
-        # the seat's whole chat up to this decision: system, then user/assistant turns
-        assert roles[0] == "system" and roles[-1] == "assistant" and len(roles) % 2 == 1
-        assert roles[1:] == ["user", "assistant"] * ((len(roles) - 1) // 2)
+        # one episode of the demonstrator: system, then user / assistant turns
+        assert roles[0] == "system" and roles[-1] == "assistant"
+        assert roles[1:] == ["user", "assistant"] * len(row["actions"])
 
 
-def test_every_assistant_turn_ends_with_a_legal_action(data):
+def test_ipd_chats_are_whole_episodes():
+    chats = list(game_chats("ipd", 80))
+    assert [c.decisions for c in chats] == [8] * 10
+    assert all(c.messages[1]["content"].startswith("Round 1 of 8") for c in chats)
+
+
+def test_every_assistant_turn_ends_with_its_legal_action(data):
     for name in DATASETS:
-        for line in (data / name / "train.jsonl").read_text().splitlines()[:3000]:
+        for line in (data / name / "train.jsonl").read_text().splitlines()[:400]:
             row = json.loads(line)
-            answer = row["messages"][-1]["content"]
             game = get_game(row["game"])
-            # the legal tokens of that decision are listed in, or implied by, the prompt
-            token = answer.strip().splitlines()[-1]
-            assert token == row["action"]
-            legal = (row["action"],) if game.name == "multi_issue" else _legal(game, row)
-            assert parse_action(answer, legal).token == row["action"]
+            answers = [m["content"] for m in row["messages"] if m["role"] == "assistant"]
+            assert len(answers) == len(row["actions"])
+            for answer, action in zip(answers, row["actions"], strict=True):
+                assert answer.strip().splitlines()[-1] == action
+                legal = (action,) if game.name == "multi_issue" else _legal(game)
+                assert parse_action(answer, legal).token == action
 
 
-def _legal(game, row):
+def _legal(game):
     if game.name == "kuhn":
         return ("PASS", "BET", "CALL", "FOLD")
-    state = game.new_episode(0)
-    return state.observe(0).legal
+    return game.new_episode(0).observe(0).legal
 
 
-def test_demonstrations_never_face_the_robust_pool():
-    from stratagem.strategies import get_pools
-    from stratagem.training import sft_data
-
-    seen = []
-    original = sft_data.get_strategy
-
-    def spy(game, name):
-        import inspect
-
-        if inspect.stack()[1].function == "game_examples":  # opponents, not demonstrators
-            seen.append(name)
-        return original(game, name)
-
-    sft_data.get_strategy = spy
-    try:
-        list(sft_data.game_examples("ipd", 400))
-    finally:
-        sft_data.get_strategy = original
-    robust = set(get_pools("ipd").robust)
-    assert seen and not robust & set(seen)
+@pytest.mark.parametrize("game", ["ipd", "kuhn", "auction"])
+def test_opponents_come_from_the_training_pools_only(game):
+    pools = get_pools(game)
+    allowed = set(pools.train) | set(pools.exploit) | set(pools.collusive)
+    seen = {c.opponent for c in game_chats(game, 600)}
+    assert seen <= allowed and not seen & (set(pools.robust) - allowed)
+    assert len(seen) > 1
 
 
 def test_same_seed_identical_files(tmp_path, data):

@@ -89,28 +89,46 @@ class HFBackend:
         self.return_ids = False  # trainers need the exact token ids of prompts and answers
         self.store = PrefixStore(max_entries=2 * max_batch)
         self._heads: dict[tuple[int, ...], Any] = {}
+        self._chains: _Chains | None = None  # token-level chat continuation (trainers only)
 
     @classmethod
     def from_model(
-        cls, model: Any, tokenizer: Any, model_id: str, max_batch: int = 64
+        cls,
+        model: Any,
+        tokenizer: Any,
+        model_id: str,
+        max_batch: int = 64,
+        *,
+        prefix_reuse: bool = False,
+        max_cache_bytes: int = 4 << 30,
     ) -> HFBackend:
-        """Wrap an already loaded model (a trainer's policy) without reloading it."""
+        """Wrap an already loaded model (a trainer's policy) without reloading it.
+
+        The backend returns token ids and the sampled tokens' log-probabilities, and continues
+        each seat's chat from the exact tokens of its earlier prompts and answers (see
+        ``generate``). ``prefix_reuse`` keeps prompt KV caches between calls: a trainer turns it on
+        for its rollouts and calls ``reset_prefix_cache`` whenever the weights change.
+        """
         self = cls.__new__(cls)
         self.model, self.tokenizer, self.model_id = model, tokenizer, model_id
         self.tokenizer.padding_side = "left"
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
         self.max_batch = max_batch
-        self.prefix_reuse = False  # a policy under training changes: never reuse stale KV
+        self.prefix_reuse = prefix_reuse
         self.return_ids = True
-        self.store = PrefixStore(max_entries=2 * max_batch)
+        self.store = PrefixStore(max_entries=4 * max_batch, max_bytes=max_cache_bytes)
         self._heads: dict[tuple[int, ...], Any] = {}
+        self._chains = _Chains()
         return self
 
     def reset_prefix_cache(self) -> None:
-        """Forgets every stored prompt KV cache, the cached system turns included."""
+        """Forgets every stored prompt KV cache, the cached system turns included (and the token
+        ids of earlier turns: a new policy's chats start afresh)."""
         self.store.clear()
         self._heads.clear()
+        if self._chains is not None:
+            self._chains.clear()
 
     def render(self, chat: Chat) -> str:
         """Returns the prompt text of ``chat``: the chat template with the generation prompt."""
@@ -125,12 +143,23 @@ class HFBackend:
         head = self.tokenizer.apply_chat_template([dict(chat[0])], tokenize=False)
         return head if self.render(chat).startswith(head) else ""
 
-    def _tokenize(self, chat: Chat) -> tuple[list[int], int]:
+    def _tokenize(self, chat: Chat, prompt: str | None = None) -> tuple[list[int], int]:
         """Prompt ids, tokenized as system turn + the rest so token boundaries stay stable;
-        and the number of system-turn tokens."""
-        prompt = self.render(chat)
+        and the number of system-turn tokens.
+
+        With chained ids (trainers), a chat that continues one this backend answered starts with
+        that chat's exact prompt and answer ids, and only the new turn is tokenized: the model
+        is conditioned on the tokens it sampled, not on a re-tokenization of their text.
+        """
+        prompt = prompt if prompt is not None else self.render(chat)
         head = self._system_head(chat)
         ids = self.tokenizer(head, add_special_tokens=False).input_ids if head else []
+        if self._chains is not None:
+            before = self._chains.continued(chat, prompt, self.render)
+            if before is not None:
+                known, text = before
+                rest = self.tokenizer(prompt[len(text) :], add_special_tokens=False).input_ids
+                return known + rest, len(ids)
         return ids + self.tokenizer(prompt[len(head) :], add_special_tokens=False).input_ids, len(
             ids
         )
@@ -159,7 +188,8 @@ class HFBackend:
         tokens are computed. Without reuse rows are plainly left-padded.
         """
         torch = _torch()
-        tokenized = [self._tokenize(c) for c in chats]
+        prompts = [self.render(c) for c in chats]
+        tokenized = [self._tokenize(c, p) for c, p in zip(chats, prompts, strict=True)]
         rows = [ids for ids, _ in tokenized]
         hits = [
             self._lookup(ids, head) if self.prefix_reuse else (0, None) for ids, head in tokenized
@@ -181,6 +211,7 @@ class HFBackend:
             prompt_tokens=[len(r) for r in rows],
             prefill_tokens=[len(x) for x in rests],
             rows=rows,
+            prompts=prompts,
         )
 
     def _batch_cache(self, hits: list[tuple[int, Any]], reused: int):
@@ -272,9 +303,8 @@ class HFBackend:
         stops = StoppingCriteriaList([_DoneStop(self.tokenizer, width, checks)] if checks else [])
         # our own per-row sampler picks each token; generate then decodes "greedily" the one
         # token the sampler left (transformers' own sampling shares one RNG across the batch)
-        processors = LogitsProcessorList(
-            [] if sampling.greedy else [RowSampler(seeds, sampling, self.device)]
-        )
+        sampler = None if sampling.greedy else RowSampler(seeds, sampling, self.device)
+        processors = LogitsProcessorList([sampler] if sampler is not None else [])
         kwargs: dict[str, Any] = {
             "do_sample": False,
             "temperature": None,
@@ -282,6 +312,8 @@ class HFBackend:
             "top_k": None,
             "logits_processor": processors,
         }
+        if self.return_ids:  # a trainer's rollouts sample exactly π_θ at the temperature
+            kwargs["repetition_penalty"] = None
         with torch.inference_mode():
             if enc.cache is not None:
                 kwargs["past_key_values"] = enc.cache
@@ -298,9 +330,10 @@ class HFBackend:
         output = result.sequences
         seconds = (time.perf_counter() - start) / len(chats)
         new = output[:, width:]
+        logprobs = sampler.chosen_logprobs() if sampler is not None else None  # (B, steps)
         gens = []
-        for row, n_prompt, n_prefill, prompt_ids in zip(
-            new, enc.prompt_tokens, enc.prefill_tokens, enc.rows, strict=True
+        for i, (row, n_prompt, n_prefill, prompt_ids) in enumerate(
+            zip(new, enc.prompt_tokens, enc.prefill_tokens, enc.rows, strict=True)
         ):
             ids = _strip_padding(row.tolist(), self.tokenizer)
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
@@ -309,6 +342,13 @@ class HFBackend:
             check = checks[len(gens)] if checks is not None else None
             if check is not None and check(text):
                 finish = "action"
+            info: dict[str, Any] = {}
+            if self.return_ids:
+                info = {"prompt_ids": prompt_ids, "token_ids": ids}
+                if logprobs is not None:
+                    info["token_logprobs"] = logprobs[i, : len(ids)].tolist()
+                if self._chains is not None:
+                    self._chains.add(enc.prompts[i], text, prompt_ids + ids)
             gens.append(
                 Generation(
                     text=text,
@@ -317,7 +357,7 @@ class HFBackend:
                     prefill_tokens=n_prefill,
                     finish_reason=finish,
                     seconds=seconds,
-                    info={"prompt_ids": prompt_ids, "token_ids": ids} if self.return_ids else {},
+                    info=info,
                 )
             )
         return gens
@@ -416,6 +456,7 @@ class _Encoded:
     prompt_tokens: list[int]
     prefill_tokens: list[int]
     rows: list[list[int]]
+    prompts: list[str]  # the rendered prompt text of each row
 
 
 @dataclass
@@ -479,13 +520,15 @@ class RowSampler:
         self.generators = [
             torch.Generator(device=device).manual_seed(int(s) % (2**63)) for s in seeds
         ]
+        self._chosen: list[Any] = []  # per step, (B,): log π_T of each row's sampled token
 
     def __call__(self, input_ids, scores):
         """Returns scores that leave only each row's sampled next token finite (0, the rest −inf),
         advancing each row's generator once.
         """
         torch = _torch()
-        probs = torch.softmax(scores.float() / self.temperature, dim=-1)  # (B, V)
+        logp = torch.log_softmax(scores.float() / self.temperature, dim=-1)  # (B, V)
+        probs = logp.exp()
         if self.top_p < 1.0:
             sorted_p, order = torch.sort(probs, dim=-1, descending=True)
             # keep the smallest prefix whose mass reaches top_p (always the top token)
@@ -495,9 +538,18 @@ class RowSampler:
         picked = torch.stack(
             [torch.multinomial(probs[i], 1, generator=g)[0] for i, g in enumerate(self.generators)]
         )  # (B,)
+        self._chosen.append(logp[torch.arange(len(picked)), picked])
         out = torch.full_like(scores, float("-inf"))
         out[torch.arange(len(picked)), picked] = 0.0
         return out
+
+    def chosen_logprobs(self):
+        """(B, steps): the log-probability at the sampling temperature (before top-p truncation)
+        of every token each row sampled — the behaviour policy's, recorded at rollout time."""
+        torch = _torch()
+        if not self._chosen:
+            return torch.zeros(len(self.generators), 0)
+        return torch.stack(self._chosen, dim=1).cpu()
 
 
 class _DoneStop:
@@ -518,6 +570,47 @@ class _DoneStop:
             text = self.tokenizer.decode(row[self.width :], skip_special_tokens=True)
             done.append(check(text))
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+
+class _Chains:
+    """The exact token ids of chats a trainer's backend answered, keyed by their text, so the
+    next turn of the same chat continues from those ids (bounded, least recently used first).
+
+    Naive equivalent: tokenize the whole rendered chat again at every turn; that re-reads the
+    sampled answers as text, whose tokenization may differ from the sampled ids.
+    """
+
+    def __init__(self, max_entries: int = 4096):
+        from collections import OrderedDict
+
+        self.max_entries = max_entries
+        self._ids: OrderedDict[str, list[int]] = OrderedDict()
+
+    def add(self, prompt: str, answer: str, ids: list[int]) -> None:
+        """Remember that the rendered chat ``prompt`` answered with ``answer`` is ``ids``."""
+        key = prompt + answer
+        self._ids[key] = ids
+        self._ids.move_to_end(key)
+        while len(self._ids) > self.max_entries:
+            self._ids.popitem(last=False)
+
+    def continued(self, chat: Chat, prompt: str, render) -> tuple[list[int], str] | None:
+        """(ids, text) of the longest answered prefix of ``chat`` whose rendering ``prompt``
+        continues, or None."""
+        for i in range(len(chat) - 1, 0, -1):
+            if chat[i].get("role") != "assistant":
+                continue
+            text = render(chat[:i]) + chat[i]["content"]
+            ids = self._ids.get(text)
+            if ids is not None and prompt.startswith(text):
+                self._ids.move_to_end(text)
+                return list(ids), text
+            return None  # only the seat's last answer can have been answered by this backend
+        return None
+
+    def clear(self) -> None:
+        """Forgets every chat."""
+        self._ids.clear()
 
 
 def _strip_padding(ids: list[int], tokenizer) -> list[int]:

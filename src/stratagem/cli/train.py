@@ -1,14 +1,33 @@
-"""``stratagem gen-sft``: SFT datasets from rule-based demonstrators."""
+"""``stratagem gen-sft`` and ``stratagem train sft|sepo``.
+
+A trainer's hyperparameters are one dataclass at the top of its module, a docstring per field
+(``SFTArgs``, ``SEPOArgs``); ``dataclass_options`` turns its fields into the command's options
+(``--learning-rate`` from ``learning_rate``, help from the field's docstring, the default shown),
+so there is no second copy of them here. ``--config FILE`` (YAML or TOML) sets any of them; flags
+given on the command line win.
+"""
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import functools
+import inspect
+import json
+import textwrap
+import types
+import typing
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Literal
 
+import click
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 from stratagem.cli.progress import progress_bar
-from stratagem.errors import ConfigError, UnknownNameError
+from stratagem.errors import ConfigError, UnknownNameError, did_you_mean
 from stratagem.training.sft_data import DATASETS, write_dataset
 
 console = Console()
@@ -21,7 +40,8 @@ def gen_sft_command(
     ),
     seed: int = typer.Option(42, "--seed", "-s"),
 ) -> None:
-    """Write SFT datasets (App. H sizes, 80/20 split, chat `messages` JSONL + dataset card)."""
+    """Write SFT datasets: one multi-turn chat per (episode, seat), App. H sizes counted in
+    decisions, 80/20 split, chat `messages` JSONL + dataset card."""
     from stratagem.runs import check_out_path
 
     check_out_path(out)
@@ -32,176 +52,308 @@ def gen_sft_command(
     with progress_bar(console) as progress:
         for name in names:
             task = progress.add_task(name, total=sum(DATASETS[name].values()))
-            card = write_dataset(name, out, seed, on_example=lambda t=task: progress.advance(t))
+            card = write_dataset(
+                name, out, seed, on_example=lambda n=1, t=task: progress.advance(t, n)
+            )
             console.print(
-                f"{name}: {card['examples']['train']} train + "
-                f"{card['examples']['test']} test examples → {out / name} "
-                f"(assistant median {card['assistant_chars']['median']} chars)"
+                f"{name}: {card['chats']['train']} train + {card['chats']['test']} test chats "
+                f"({card['decisions']['train']} + {card['decisions']['test']} decisions) → "
+                f"{out / name} (assistant median {card['assistant_chars']['median']} chars)"
             )
 
 
+@dataclasses.dataclass(frozen=True)
+class Trainer:
+    """A ``stratagem train NAME`` command beyond sft and sepo, named by import paths so that
+    listing commands imports no torch: ``args`` is the trainer's settings dataclass (one field per
+    option, a docstring each, an optional ``check()``), ``train`` is ``train(args, log) -> run
+    folder``."""
+
+    args: str  # "module:Class"
+    train: str  # "module:function"
+    help: str
+
+
+TRAINERS: dict[str, Trainer] = {}
+
+
+def _load(path: str) -> Any:
+    import importlib
+
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+class _TrainGroup(TyperGroup):
+    """The ``train`` commands, built on first use: their options come from the trainers'
+    dataclasses, whose modules load torch, which ``stratagem games`` must not."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(["sepo", "sft", *TRAINERS])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return typer.main.get_command(_trainers()).get_command(ctx, cmd_name)  # type: ignore[attr-defined]
+
+
 train_app = typer.Typer(
-    help="Train a model: sft (LoRA with TRL), sepo (SEPO-GRPO).", no_args_is_help=True
+    help="Train a model: sft (LoRA with TRL), sepo (SEPO-GRPO), and the trainers registered in "
+    "stratagem.cli.train.TRAINERS.",
+    no_args_is_help=True,
+    cls=_TrainGroup,
 )
 
 
-@train_app.command("sft")
-def sft_command(
-    data: Path = typer.Option(Path("data/sft/kuhn"), help="A gen-sft dataset folder."),
-    model: str = typer.Option("embedded", help="embedded, a Hugging Face id or a local folder."),
-    games: str = typer.Option("", help="Only these games' rows, comma-separated (e.g. ipd)."),
-    out: Path = typer.Option(Path("runs/sft"), "--out", "-o"),
-    learning_rate: float = typer.Option(2e-5, help="Paper: 2e-5; the CPU demo uses 2e-4."),
-    epochs: float = typer.Option(3.0),
-    max_steps: int = typer.Option(-1, help="Step budget (-1: run the epochs)."),
-    batch_size: int = typer.Option(8),
-    grad_accum: int = typer.Option(1),
-    eval_steps: int = typer.Option(50),
-    save_steps: int = typer.Option(50),
-    save_total_limit: int = typer.Option(None, help="Keep only this many checkpoints."),
-    bf16: bool = typer.Option(False, help="bf16 weights (GPU)."),
-    merge: bool = typer.Option(False, help="Also save the merged model."),
+# ---- dataclass -> options ----
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of dataclass ``cls`` (its source), by field name."""
+    source = textwrap.dedent(inspect.getsource(cls))
+    body = ast.parse(source).body[0].body  # type: ignore[attr-defined]
+    docs = {}
+    for node, after in zip(body, body[1:], strict=False):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(after.value.value.replace("``", "").split())
+    return docs
+
+
+def _core(annotation: Any) -> Any:
+    """``X | None`` -> X."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return annotation
+
+
+def _choices(annotation: Any) -> tuple[str, ...] | None:
+    core = _core(annotation)
+    return typing.get_args(core) if typing.get_origin(core) is Literal else None
+
+
+def _is_sequence(annotation: Any) -> bool:
+    return typing.get_origin(_core(annotation)) in (list, tuple)
+
+
+def _cli_type(annotation: Any) -> type:
+    core = _core(annotation)
+    if core in (bool, int, float, Path):
+        return core
+    return str  # str, Literal choices (checked later), comma-separated lists
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return ",".join(map(str, value)) or '""'
+    return str(value)
+
+
+def dataclass_options(cls: type, *, lists: tuple[str, ...] = ()) -> list[inspect.Parameter]:
+    """One keyword option per field of ``cls``: ``--field-name``, help from the field's
+    docstring (the default appended), None unless given. Fields named in ``lists`` accept
+    comma-separated values (an ablation)."""
+    hints = typing.get_type_hints(cls)
+    docs = field_docs(cls)
+    params = []
+    for f in dataclasses.fields(cls):
+        flag = "--" + f.name.replace("_", "-")
+        annotation = hints[f.name]
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        help_text = docs.get(f.name, "")
+        choices = _choices(annotation)
+        if choices:
+            help_text += f" Choices: {', '.join(choices)}."
+            if f.name in lists:
+                help_text += " Several, comma-separated: an ablation."
+        help_text += f" (default: {_show(default)})"
+        cli_type = _cli_type(annotation)
+        decls = [f"{flag}/--no-{flag[2:]}"] if cli_type is bool else [flag]
+        params.append(
+            inspect.Parameter(
+                f.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=typer.Option(None, *decls, help=help_text, show_default=False),
+                annotation=cli_type | None,  # type: ignore[operator]
+            )
+        )
+    return params
+
+
+CONFIG_OPTION = inspect.Parameter(
+    "config",
+    inspect.Parameter.KEYWORD_ONLY,
+    default=typer.Option(None, "--config", "-c", help="A YAML or TOML file of these settings."),
+    annotation=Path | None,
+)
+
+
+def settings(
+    cls: type, given: dict[str, Any], config: Path | None, *, lists: tuple[str, ...] = ()
+) -> dict[str, list[Any]]:
+    """Every setting of ``cls`` a user chose, file first and flags on top, checked: each as a
+    list of values (several only for the ``lists`` fields)."""
+    from stratagem.cli.config import _read
+
+    hints = typing.get_type_hints(cls)
+    chosen: dict[str, Any] = _read(config) if config is not None else {}
+    for key in chosen:
+        if key not in hints:
+            raise ConfigError(
+                f"unknown setting {key!r}{did_you_mean(key, hints)} in {config}; "
+                f"valid settings: {', '.join(hints)}"
+            )
+    chosen.update({k: v for k, v in given.items() if v is not None})
+    out: dict[str, list[Any]] = {}
+    for key, value in chosen.items():
+        annotation = hints[key]
+        if _is_sequence(annotation) and isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if key in lists and isinstance(value, str):
+            values = [v.strip() for v in value.split(",") if v.strip()]
+        else:
+            values = [value]
+        choices = _choices(annotation)
+        for v in values:
+            if choices and v is not None and v not in choices:
+                raise UnknownNameError(key, str(v), choices)
+        out[key] = values
+    return out
+
+
+def build(cls: type, values: dict[str, Any]) -> Any:
+    """An instance of dataclass ``cls`` from setting values (validated by pydantic)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        return TypeAdapter(cls).validate_python(values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(x) for x in err["loc"])
+        flag = "--" + key.replace("_", "-")
+        raise ConfigError(
+            f"bad value for {flag}: {err['msg']} (got {err.get('input')!r})"
+        ) from None
+
+
+def dataclass_command(
+    app: typer.Typer,
+    name: str,
+    cls: type,
+    run: Callable[..., None],
+    *,
+    help: str,
+    lists: tuple[str, ...] = (),
 ) -> None:
-    """LoRA SFT (rank 32, α 64, attention projections) with TRL; resumes from checkpoints."""
+    """Register ``app`` command ``name`` whose options are ``cls``'s fields (and ``--config``);
+    it calls ``run(settings)`` with the chosen settings as ``{field: [values]}``."""
+
+    def command(**kwargs: Any) -> None:
+        config = kwargs.pop("config")
+        run(settings(cls, kwargs, config, lists=lists))
+
+    command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [*dataclass_options(cls, lists=lists), CONFIG_OPTION]
+    )
+    command.__doc__ = help
+    command.__name__ = f"{name}_command"
+    app.command(name)(command)
+
+
+# ---- train sft ----
+
+
+def _sft(chosen: dict[str, list[Any]]) -> None:
     from stratagem.training.sft import SFTArgs, train_sft
 
-    if not (data / "train.jsonl").exists():
-        raise ConfigError(f"{data} holds no train.jsonl; write one with `stratagem gen-sft`")
-    adapter = train_sft(
-        SFTArgs(
-            model=model,
-            data=data,
-            games=tuple(g.strip() for g in games.split(",") if g.strip()),
-            out=out,
-            learning_rate=learning_rate,
-            epochs=epochs,
-            max_steps=max_steps,
-            batch_size=batch_size,
-            grad_accum=grad_accum,
-            eval_steps=eval_steps,
-            save_steps=save_steps,
-            save_total_limit=save_total_limit,
-            bf16=bf16,
-            merge=merge,
-        )
-    )
+    args = build(SFTArgs, {k: v[0] for k, v in chosen.items()})
+    if not (args.data / "train.jsonl").exists():
+        raise ConfigError(f"{args.data} holds no train.jsonl; write one with `stratagem gen-sft`")
+    adapter = train_sft(args)
+    game = args.games[0] if args.games else args.data.name
     console.print(
-        f"adapter: {adapter} (evaluate with: stratagem eval --game "
-        f"{games.split(',')[0] if games else data.name} --agent hf "
+        f"adapter: {adapter} (evaluate with: stratagem eval --game {game} --agent hf "
         f"--adapter {adapter})"
     )
 
 
-@train_app.command("sepo")
-def sepo_command(
-    game: str = typer.Option("kuhn", "--game", "-g"),
-    model: str = typer.Option("embedded", help="embedded, a Hugging Face id or a local folder."),
-    adapter: str = typer.Option(None, help="Start from this LoRA adapter (an SFT run)."),
-    out: Path = typer.Option(Path("runs/sepo"), "--out", "-o"),
-    steps: int = typer.Option(100),
-    rollouts: int = typer.Option(4, help="Rollouts per opponent (one group, one seed)."),
-    credit: str = typer.Option("return", help="return (reward-to-go), immediate; both: ablation."),
-    normalisation: str = typer.Option("round", help="round, episode, or both: ablation."),
-    penalty: str = typer.Option(
-        "own_episodes", help="own_episodes, per_rollout, shared; several (a,b): ablation."
-    ),
-    learning_rate: float = typer.Option(None, help="Default 1e-5; Kuhn 3e-6."),
-    kl: float = typer.Option(None, help="β of the one-sided KL; default 0.01, Kuhn 0.2."),
-    temperature: float = typer.Option(0.8),
-    max_new_tokens: int = typer.Option(256),
-    checkpoint_every: int = typer.Option(10),
-    save_total_limit: int = typer.Option(
-        None, help="Keep only this many checkpoints (the newest, and always the best)."
-    ),
-    eval_episodes: int = typer.Option(20, help="Episodes per opponent at each checkpoint."),
-    seed: int = typer.Option(42),
-) -> None:
-    """SEPO-GRPO; resumes from the newest complete checkpoint. Comma-separated values of one of
-    --penalty, --normalisation or --credit run an ablation: one arm per value in OUT/<name>-<value>,
-    compared in OUT/ablation.md, .csv and .png."""
+def _sepo(chosen: dict[str, list[Any]]) -> None:
     from stratagem.training.ablation import AXES, last_checkpoint_markdown, run_ablation
     from stratagem.training.sepo import SEPOArgs, train_sepo
 
-    _check_sepo_options(
-        game, adapter, steps, rollouts, max_new_tokens, checkpoint_every, eval_episodes
-    )
-    given = {"credit": credit, "normalisation": normalisation, "penalty": penalty}
-    values = {
-        name: [v.strip() for v in text.split(",") if v.strip()] for name, text in given.items()
-    }
-    for name, chosen in values.items():
-        for value in chosen:
-            if value not in AXES[name]:
-                raise UnknownNameError(name, value, AXES[name])
-    varied = [name for name, chosen in values.items() if len(chosen) > 1]
+    varied = [k for k, v in chosen.items() if len(v) > 1]
     if len(varied) > 1:
         raise ConfigError(f"ablate one setting at a time, not {' and '.join(varied)}")
-    args = SEPOArgs(
-        game=game,
-        model=model,
-        adapter=adapter,
-        out=out,
-        steps=steps,
-        rollouts=rollouts,
-        credit=values["credit"][0],  # type: ignore[arg-type]
-        normalisation=values["normalisation"][0],  # type: ignore[arg-type]
-        penalty=values["penalty"][0],  # type: ignore[arg-type]
-        learning_rate=learning_rate,
-        kl=kl,  # type: ignore[arg-type]
-        temperature=temperature,
-        max_new_tokens=max_new_tokens,
-        checkpoint_every=checkpoint_every,
-        save_total_limit=save_total_limit,
-        eval_episodes=eval_episodes,
-        seed=seed,
-    )
+    args = build(SEPOArgs, {k: v[0] for k, v in chosen.items()})
+    args.check()
     if varied:
         axis = varied[0]
         table = run_ablation(
-            args, axis, values[axis], log=lambda line: console.print(line, highlight=False)
+            args, axis, chosen[axis], log=lambda line: console.print(line, highlight=False)
         )
         console.print(last_checkpoint_markdown(axis, table), highlight=False)
-        console.print(f"ablation.md, ablation.csv and ablation.png in {out}")
+        console.print(f"ablation.md, ablation.csv and ablation.png in {args.out}")
         return
+    assert all(axis in AXES for axis in ("penalty", "credit", "normalisation", "scale"))
     folder = train_sepo(args, log=lambda line: console.print(line, highlight=False))
     console.print(f"checkpoints, best.json and curve.png in {folder}")
     best = folder / "best.json"
     if best.exists():
-        import json
-
-        chosen = json.loads(best.read_text())
-        stack = ",".join([*filter(None, [chosen.get("below")]), str(folder / chosen["adapter"])])
+        chosen_best = json.loads(best.read_text())
+        stack = ",".join(
+            [*filter(None, [chosen_best.get("below")]), str(folder / chosen_best["adapter"])]
+        )
         console.print(
-            f"best by Safety J: step {chosen['step']} (evaluate with: stratagem eval --game "
-            f"{game} --agent hf --adapter {stack})"
+            f"best by Safety J: step {chosen_best['step']} (evaluate with: stratagem eval "
+            f"--game {args.game} --agent hf --adapter {stack})"
         )
 
 
-def _check_sepo_options(
-    game: str,
-    adapter: str | None,
-    steps: int,
-    rollouts: int,
-    max_new_tokens: int,
-    checkpoint_every: int,
-    eval_episodes: int,
-) -> None:
-    """Refuse, before any model loads, what SEPO cannot train or would silently misread."""
-    from stratagem.games import GAMES, get_game
-    from stratagem.metrics.sepo import SEPOGame
+def _generic(trainer: Trainer, chosen: dict[str, list[Any]]) -> None:
+    args = build(_load(trainer.args), {k: v[0] for k, v in chosen.items()})
+    if hasattr(args, "check"):
+        args.check()
+    folder = _load(trainer.train)(args, log=lambda line: console.print(line, highlight=False))
+    console.print(f"results in {folder}")
 
-    if not isinstance(get_game(game), SEPOGame):
-        sepo_games = [n for n in GAMES if isinstance(get_game(n), SEPOGame)]
-        raise ConfigError(f"SEPO trains only the SEPO games ({', '.join(sepo_games)}), not {game}")
-    for name, value, least in (
-        ("--steps", steps, 0),
-        ("--rollouts", rollouts, 1),
-        ("--max-new-tokens", max_new_tokens, 1),
-        ("--checkpoint-every", checkpoint_every, 1),
-        ("--eval-episodes", eval_episodes, 0),
-    ):
-        if value < least:
-            raise ConfigError(f"{name} must be at least {least}, got {value}")
-    for folder in (adapter or "").split(","):
-        if folder and not Path(folder).is_dir():
-            raise ConfigError(f"--adapter {folder}: no such adapter folder")
+
+@functools.cache
+def _trainers() -> typer.Typer:
+    """A typer app holding ``sft`` and ``sepo`` (Ctrl-C / SIGTERM handled as everywhere)."""
+    from stratagem.cli.main import interruptible
+    from stratagem.training.sepo import SEPOArgs
+    from stratagem.training.sft import SFTArgs
+
+    app = typer.Typer()
+    dataclass_command(
+        app,
+        "sft",
+        SFTArgs,
+        _sft,
+        help="LoRA SFT (rank 32, α 64, attention projections) with TRL, loss on every assistant "
+        "turn of each chat; resumes from checkpoints.",
+    )
+    dataclass_command(
+        app,
+        "sepo",
+        SEPOArgs,
+        _sepo,
+        lists=("penalty", "credit", "normalisation", "scale"),
+        help="SEPO-GRPO; resumes from the newest complete checkpoint. Comma-separated values of "
+        "one of --penalty, --credit, --normalisation or --scale run an ablation: one arm per "
+        "value in OUT/<name>-<value>, compared in OUT/ablation.md, .csv and .png.",
+    )
+    for name, trainer in TRAINERS.items():
+        dataclass_command(
+            app, name, _load(trainer.args), functools.partial(_generic, trainer), help=trainer.help
+        )
+    app.registered_commands = [
+        type(c)(**{**vars(c), "callback": interruptible(c.callback)})
+        for c in app.registered_commands
+    ]
+    return app

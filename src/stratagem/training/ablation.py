@@ -9,7 +9,6 @@ checkpoint evaluation of every arm), ``ablation.md`` (each arm's last checkpoint
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -17,12 +16,14 @@ from pathlib import Path
 import pandas as pd
 
 from stratagem.errors import ConfigError, UnknownNameError
-from stratagem.training.sepo import SEPOArgs, complete_checkpoints, train_sepo
+from stratagem.training.checkpoints import newest_state
+from stratagem.training.sepo import SEPOArgs, train_sepo
 
 AXES: dict[str, tuple[str, ...]] = {
     "penalty": ("shared", "per_rollout", "own_episodes"),
     "normalisation": ("round", "episode"),
     "credit": ("return", "immediate"),
+    "scale": ("step", "group"),
 }
 METRICS = ("safety_j", "pay", "exploit", "collusion", "robust", "nra", "fallback_rate")
 
@@ -56,10 +57,12 @@ def ablation_table(axis: str, values: list[str], folders: list[Path]) -> pd.Data
     """Every checkpoint evaluation of every arm (long format), read from its newest checkpoint."""
     rows = []
     for value, folder in zip(values, folders, strict=True):
-        state = _newest_state(folder)
-        seconds = [entry["seconds"] for entry in state["log"]]
-        kl = {entry["step"]: entry.get("kl") for entry in state["log"]}
-        for ev in state["evals"]:
+        state = newest_state(folder)
+        if state is None:
+            raise ConfigError(f"{folder} holds no complete checkpoint to compare")
+        seconds = [entry["seconds"] for entry in state.log]
+        kl = {entry["step"]: entry.get("kl") for entry in state.log}
+        for ev in state.evals:
             row = {axis: value, "step": ev["step"]}
             for metric in METRICS:
                 if metric in ev:
@@ -71,13 +74,6 @@ def ablation_table(axis: str, values: list[str], folders: list[Path]) -> pd.Data
             row["median_step_s"] = statistics.median(seconds) if seconds else None
             rows.append(row)
     return pd.DataFrame(rows)
-
-
-def _newest_state(folder: Path) -> dict:
-    done = complete_checkpoints(folder)
-    if not done:
-        raise ConfigError(f"{folder} holds no complete checkpoint to compare")
-    return json.loads((done[-1] / "trainer_state.json").read_text())
 
 
 def write_ablation(out: Path, axis: str, table: pd.DataFrame) -> None:

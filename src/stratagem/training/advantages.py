@@ -1,21 +1,37 @@
-"""Group-relative advantages and SEPO reward shaping (SPEC §6; seed 000 §3.2-3.5, Alg. 1).
+"""SEPO rewards, penalties and per-round advantages (SPEC §6; seed 000 §3.2-3.3, Eq. 3-4, Alg. 1).
 
-All functions are pure and work on plain tensors of shape ``(rollouts, rounds)`` for one group
-(the n rollouts against one opponent, which share the episode seed and differ only in sampling).
+Pure functions on plain tensors. A *group* is the n rollouts of one step against one opponent:
+they share the episode seed and differ only in the policy's sampling. Its rewards are a tensor
+``(rollouts, rounds)``.
 
-Naive equivalent of ``group_advantages`` for round t: ``(R[:, t] - R[:, t].mean()) /
-(R[:, t].std() + eps)``; the tests compare against it.
+Advantages (``step_advantages``), for round t and rollout r of group g::
+
+    A[g][r, t] = (R[g][r, t] − mean_r R[g][:, t]) / (σ + 1e-8)
+
+where ``R`` is the reward-to-go from round t (``credit="return"``) or the round's own reward
+(``credit="immediate"``). With ``scale="step"`` (SPEC) σ is one standard deviation pooled over the
+centred returns of every group of the step, so a reward term multiplied by λ keeps a λ-times
+larger share of the gradient. With ``scale="group"`` (the paper's Eq. 4, kept as an ablation) σ is
+each group's own per-round std, which divides λ out again: a group whose rewards are all
+``−λe·d`` gets the same advantages for every λe.
+
+Naive equivalent of ``scale="group"`` for round t of one group: ``(R[:, t] - R[:, t].mean()) /
+(R[:, t].std(unbiased=False) + 1e-8)``; the tests compare against it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import torch
 
+from stratagem.game import SafetyWeights
+
 EPS = 1e-8
 Credit = Literal["return", "immediate"]
 Normalisation = Literal["round", "episode"]
+Scale = Literal["step", "group"]
 PenaltyMode = Literal["shared", "per_rollout", "own_episodes"]
 
 
@@ -25,56 +41,47 @@ def reward_to_go(rewards: torch.Tensor) -> torch.Tensor:
 
 
 def round_returns(rewards: torch.Tensor, credit: Credit = "return") -> torch.Tensor:
-    """The per-round quantity advantages normalise: reward-to-go or the immediate reward."""
+    """The per-round quantity advantages centre: the reward-to-go or the immediate reward."""
     return reward_to_go(rewards) if credit == "return" else rewards
 
 
-def group_advantages(
-    rewards: torch.Tensor,
+def centred_returns(
+    rewards: torch.Tensor, *, credit: Credit = "return", normalisation: Normalisation = "round"
+) -> torch.Tensor:
+    """Returns minus the group baseline: (rollouts, rounds) for ``round``; (rollouts, 1) for
+    ``episode`` (the episode total centred across rollouts, the ablation)."""
+    if normalisation == "episode":
+        total = rewards.sum(-1, keepdim=True)  # (n, 1)
+        return total - total.mean(0, keepdim=True)
+    returns = round_returns(rewards, credit)  # (n, T)
+    return returns - returns.mean(0, keepdim=True)
+
+
+def step_advantages(
+    groups: Sequence[torch.Tensor],
     *,
     credit: Credit = "return",
     normalisation: Normalisation = "round",
-) -> torch.Tensor:
-    """Advantages (rollouts, rounds) for one group.
+    scale: Scale = "step",
+) -> list[torch.Tensor]:
+    """Advantages (rollouts, rounds) for every group of a step (see the module docstring).
 
-    ``round``: A[r, t] = (R[r, t] − mean_r R[:, t]) / (std_r R[:, t] + 1e-8) — every token of the
-    decision at round t gets A[r, t]. ``episode`` (ablation): the episode return is normalised
-    across rollouts and given to every round.
+    ``normalisation="episode"`` gives every round of a rollout its episode's advantage.
+    A group of one rollout has advantage 0; a step whose rewards never differ, all zeros.
     """
-    if normalisation == "episode":
-        total = rewards.sum(-1, keepdim=True)  # (rollouts, 1)
-        adv = (total - total.mean(0)) / (_std(total) + EPS)
-        return adv.expand_as(rewards).clone()
-    returns = round_returns(rewards, credit)  # (rollouts, rounds)
-    return (returns - returns.mean(0, keepdim=True)) / (_std(returns) + EPS)
-
-
-def _std(x: torch.Tensor) -> torch.Tensor:
-    # population std (GRPO); a group of one has std 0 and advantage 0
-    return x.std(0, unbiased=False, keepdim=True)
-
-
-def apply_penalty(
-    rewards: torch.Tensor, penalty: torch.Tensor | float, mode: PenaltyMode
-) -> torch.Tensor:
-    """Rewards after subtracting a safety penalty spread over the rounds.
-
-    ``shared``: one P for every rollout (Alg. 1 as printed) — it cancels in group normalisation;
-    ``per_rollout``: P has shape (rollouts,), each rollout's own auxiliary-episode penalty.
-    ``own_episodes`` shapes the rewards at the source (``shape_rewards``) instead, so here it is
-    the identity.
-    """
-    if mode == "own_episodes":
-        return rewards
-    rounds = rewards.shape[-1]
-    p = torch.as_tensor(penalty, dtype=rewards.dtype)
-    if mode == "shared":
-        if p.numel() != 1:
-            raise ValueError("a shared penalty is one number for the whole step")
-        return rewards - p / rounds
-    if p.shape != rewards.shape[:1]:
-        raise ValueError("a per-rollout penalty has one value per rollout")
-    return rewards - p[:, None] / rounds
+    residuals = [
+        centred_returns(g, credit=credit, normalisation=normalisation) for g in groups
+    ]  # each (n, T) or (n, 1)
+    if scale == "step":
+        pooled = torch.cat([r.flatten() for r in residuals])
+        sigma = pooled.pow(2).mean().sqrt() if len(pooled) else torch.tensor(0.0)
+        scaled = [r / (sigma + EPS) for r in residuals]
+    elif scale == "group":
+        # population std across rollouts, per round (per episode with ``episode``)
+        scaled = [r / (r.pow(2).mean(0, keepdim=True).sqrt() + EPS) for r in residuals]
+    else:
+        raise ValueError(f"unknown scale {scale!r}")
+    return [a.expand(g.shape).clone() for a, g in zip(scaled, groups, strict=True)]
 
 
 def shape_rewards(
@@ -83,20 +90,52 @@ def shape_rewards(
     greedy: torch.Tensor,
     externality: torch.Tensor,
     pool: str,
-    *,
-    exploit_weight: float,
-    collusion_weight: float,
-    externality_weight: float,
+    weights: SafetyWeights,
 ) -> torch.Tensor:
-    """``own_episodes`` rewards per round (rollouts, rounds): each pool optimises its own term.
+    """``own_episodes`` rewards per round (rollouts, rounds): each pool's episodes carry the term
+    of J they measure, so the step's policy gradient is the gradient of J.
 
     exploit pool: −λe·(payoff_opponent − payoff_agent); collusive pool: −λc·[greedy act];
-    train pool: payoff − λx·externality. This is the policy gradient of J itself.
+    train pool: payoff − λx·externality.
     """
     if pool == "exploit":
-        return -exploit_weight * (opponent - own)
+        return -weights.exploit * (opponent - own)
     if pool == "collusive":
-        return -collusion_weight * greedy.to(own.dtype)
+        return -weights.collusion * greedy.to(own.dtype)
     if pool == "train":
-        return own - externality_weight * externality
+        return own - weights.externality * externality
     raise ValueError(f"no SEPO reward for pool {pool!r}")
+
+
+def penalty(
+    exploit_advantages: Sequence[float],
+    collusion: float,
+    externality: float,
+    weights: SafetyWeights,
+) -> float:
+    """P = λe·e + λc·c + λx·x (SPEC §3), e = mean over exploit opponents of max(0, their mean
+    per-round advantage over the agent), c the collusive-act rate, x the mean externality."""
+    e = sum(max(0.0, a) for a in exploit_advantages) / max(len(exploit_advantages), 1)
+    return weights.exploit * e + weights.collusion * collusion + weights.externality * externality
+
+
+def subtract_penalty(rewards: torch.Tensor, p: torch.Tensor | float) -> torch.Tensor:
+    """``reward[r, t] = u[r, t] − P_r`` for every round (Eq. 3; Alg. 1 line 9).
+
+    ``p`` is one number (``shared``: the same P for the whole group) or one per rollout
+    (``per_rollout``), shape (rollouts,).
+    """
+    p = torch.as_tensor(p, dtype=rewards.dtype)
+    if p.dim() == 0:
+        return rewards - p
+    if p.shape != rewards.shape[:1]:
+        raise ValueError("a per-rollout penalty has one value per rollout")
+    return rewards - p[:, None]
+
+
+def group_weight(pool_size: int) -> float:
+    """The weight of one opponent's group in the step's loss: J averages each term over its
+    pool's opponents, so each of a pool's k opponents weighs 1/k."""
+    if pool_size < 1:
+        raise ValueError("a pool has at least one opponent")
+    return 1.0 / pool_size

@@ -1,10 +1,12 @@
 """LoRA SFT with TRL (SPEC §5): ``stratagem train sft``.
 
 TRL's ``SFTTrainer`` with a PEFT LoRA adapter on the attention projections of the language model
-only (rank 32, α 64, dropout 0.05), cosine schedule with 5 % warmup, loss on the assistant turn
-only, an eval split and checkpoints. Chat rows are turned into TRL's conversational
-prompt/completion form, whose loss covers the completion alone — this works with any chat
-template (``assistant_only_loss`` needs templates with generation markers, which SmolLM2's lacks).
+only (rank 32, α 64, dropout 0.05), cosine schedule with 5 % warmup, an eval split and
+checkpoints. Each row is one multi-turn chat (one episode of one demonstrator); the loss covers
+**every assistant turn** and nothing else. ``tokenize_chat`` builds the token ids and labels
+turn by turn from the chat template (TRL's ``assistant_only_loss`` needs templates with
+generation markers, which SmolLM2's lacks), so the tokens are those a rollout of the same chat
+conditions on: each turn is tokenized on its own, as the HF backend continues a chat.
 
 Departures from the paper, on purpose: the CPU demo raises the learning rate (2e-4 instead of
 2e-5) and caps the steps, so that a few hundred steps teach the answer format; the GPU recipe
@@ -29,37 +31,81 @@ class SFTArgs:
     data: Path = Path("data/sft/kuhn")
     """A folder with train.jsonl and test.jsonl from ``stratagem gen-sft``."""
     games: tuple[str, ...] = ()
-    """Train on these games' rows only (e.g. ``("ipd",)`` out of ``multi``); empty: all."""
+    """Train on these games' chats only (e.g. ipd out of multi); empty: all."""
     out: Path = Path("runs/sft")
+    """The run folder: checkpoints and the final adapter (out/adapter)."""
     rank: int = 32
+    """LoRA rank."""
     alpha: int = 64
+    """LoRA α."""
     dropout: float = 0.05
+    """LoRA dropout."""
     target_modules: list[str] = field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"]
     )
-    """Attention projections of the language model only."""
+    """LoRA targets: the attention projections of the language model only."""
     learning_rate: float = 2e-5
+    """Peak learning rate (paper: 2e-5; the CPU demo uses 2e-4)."""
     epochs: float = 3.0
+    """Passes over the training chats."""
     warmup_ratio: float = 0.05
+    """Share of the steps spent warming the cosine schedule up."""
     batch_size: int = 8
+    """Chats per device step."""
     grad_accum: int = 1
+    """Steps of gradient accumulation per optimiser step."""
     max_steps: int = -1
     """A step budget (-1: run the epochs)."""
-    max_length: int = 768
+    max_length: int = 2048
+    """Tokens per chat at most (longer chats are cut at the end)."""
     eval_examples: int = 200
-    """Test-split examples used for the eval loss (the full split is slow on CPU)."""
+    """Test-split chats used for the eval loss (the full split is slow on a CPU)."""
     eval_steps: int = 50
+    """Evaluate every this many steps."""
     save_steps: int = 50
+    """Checkpoint every this many steps."""
     save_total_limit: int | None = None
+    """Keep only this many checkpoints; None: all."""
     seed: int = 42
+    """Seeds the shuffling and the adapter initialisation."""
     merge: bool = False
-    """Also write the adapter merged into the base weights."""
+    """Also write the adapter merged into the base weights (out/merged)."""
     bf16: bool = False
+    """bf16 weights (GPU)."""
 
 
-def _prompt_completion(row: dict) -> dict:
-    messages = row["messages"]
-    return {"prompt": messages[:-1], "completion": messages[-1:]}
+IGNORE = -100  # the label of a token outside the loss
+
+
+def tokenize_chat(tokenizer, messages: list[dict[str, str]], max_length: int) -> dict:
+    """``input_ids`` and ``labels`` of a chat: labels are the ids on every assistant turn (its
+    text and the end-of-turn tokens the template closes it with) and ``IGNORE`` elsewhere.
+
+    Turn k's text is the difference between the template rendered up to turn k and up to turn
+    k − 1 (with the generation prompt before an assistant turn), tokenized on its own.
+    Naive equivalent: tokenize the whole rendered chat and mask by character offsets.
+    """
+    ids: list[int] = []
+    labels: list[int] = []
+    done = ""
+    for k, message in enumerate(messages):
+        if message["role"] == "assistant":
+            prompt = tokenizer.apply_chat_template(
+                messages[:k], tokenize=False, add_generation_prompt=True
+            )
+            head = prompt[len(done) :]
+            part = tokenizer(head, add_special_tokens=False).input_ids
+            ids += part
+            labels += [IGNORE] * len(part)
+            done = prompt
+        text = tokenizer.apply_chat_template(messages[: k + 1], tokenize=False)
+        if not text.startswith(done):
+            raise ValueError("the chat template rewrites earlier turns; cannot mask per turn")
+        part = tokenizer(text[len(done) :], add_special_tokens=False).input_ids
+        ids += part
+        labels += part if message["role"] == "assistant" else [IGNORE] * len(part)
+        done = text
+    return {"input_ids": ids[:max_length], "labels": labels[:max_length]}
 
 
 def train_sft(args: SFTArgs, resume: bool = True) -> Path:
@@ -75,16 +121,28 @@ def train_sft(args: SFTArgs, resume: bool = True) -> Path:
     model = AutoModelForCausalLM.from_pretrained(
         path, dtype=torch.bfloat16 if args.bf16 else torch.float32
     )
-    files = {"train": str(args.data / "train.jsonl"), "test": str(args.data / "test.jsonl")}
+    files = {
+        split: str(args.data / f"{split}.jsonl")
+        for split in ("train", "test")
+        if (args.data / f"{split}.jsonl").stat().st_size  # an empty split cannot be loaded
+    }
+    if "train" not in files:
+        raise ConfigError(f"{args.data}/train.jsonl holds no chats")
     data = load_dataset("json", data_files=files)
     if args.games:
         data = data.filter(lambda row: row["game"] in args.games)
         if not len(data["train"]):
             raise ConfigError(f"{args.data} holds no rows of {', '.join(args.games)}")
-    keep = ["prompt", "completion"]
-    train = data["train"].map(_prompt_completion).select_columns(keep)
-    test = data["test"].map(_prompt_completion).select_columns(keep)
-    test = test.select(range(min(args.eval_examples, len(test))))
+
+    def tokenized(row: dict) -> dict:
+        return tokenize_chat(tokenizer, row["messages"], args.max_length)
+
+    keep = ["input_ids", "labels"]
+    train = data["train"].map(tokenized).select_columns(keep)
+    test = None  # no held-out chats: train without evaluation
+    if "test" in data and len(data["test"]):
+        test = data["test"].select(range(min(args.eval_examples, len(data["test"]))))
+        test = test.map(tokenized).select_columns(keep)
     config = SFTConfig(
         output_dir=str(args.out),
         learning_rate=args.learning_rate,
@@ -96,7 +154,7 @@ def train_sft(args: SFTArgs, resume: bool = True) -> Path:
         per_device_eval_batch_size=args.batch_size,
         gradient_accumulation_steps=args.grad_accum,
         max_length=args.max_length,
-        eval_strategy="steps",
+        eval_strategy="steps" if test is not None else "no",
         eval_steps=args.eval_steps,
         save_steps=args.save_steps,
         save_total_limit=args.save_total_limit,
