@@ -82,7 +82,8 @@ class Episode:
         self.decisions: list[DecisionRecord] = []
         self.error: str | None = None
         self._chats: tuple[list[Message], list[Message]] = ([], [])
-        self._system: list[str | None] = [None, None]
+        self._system: list[str | None] = [None, None]  # model seats only (the trace's)
+        self._rules: list[str | None] = [None, None]  # every seat that has decided
         self._pending: dict[Seat, Any] = {}
         self._observed: dict[Seat, Observation] = {}
         self._history = keeps_history(game)
@@ -109,6 +110,10 @@ class Episode:
     def chat(self, seat: Seat) -> tuple[Message, ...]:
         """Returns ``seat``'s conversation so far (user turns and its own answers)."""
         return tuple(self._chats[seat])
+
+    def rules(self, seat: Seat) -> str | None:
+        """Returns the rules (system prompt) ``seat`` was shown, once it has decided."""
+        return self._rules[seat]
 
     def waiting(self) -> list[Observation]:
         """Returns the observations of the seats that must still answer this step, or ``[]``
@@ -143,6 +148,8 @@ class Episode:
             self.fail(decision.error)
             return
         self._pending[seat] = decision.action
+        if self._rules[seat] is None:
+            self._rules[seat] = obs.rules
         if self._system[seat] is None and decision.text is not None:
             self._system[seat] = obs.rules
         self._chats[seat].extend(

@@ -30,13 +30,15 @@ def play(
     skip: Iterable[str] = (),
     on_error: Literal["raise", "record"] = "raise",
     on_finish: Callable[[Trace], None] | None = None,
+    on_episode: Callable[[Episode], None] | None = None,
 ) -> Iterator[Trace]:
     """Play ``episodes`` with at most ``max_live`` in flight; yield each trace as it finishes.
 
     Episodes whose id is in ``skip`` are not played (resume). A decision that carries an
     ``error`` (the backend gave up on it) ends its episode as an ``error``/``timeout`` trace. With
     ``on_error="record"`` an agent that raises ends the episodes of its batch the same way, except
-    for ``StratagemError``s, which always stop the run.
+    for ``StratagemError``s, which always stop the run. ``on_episode`` sees each finished
+    ``Episode`` (its chats) before its trace is yielded.
     """
     skip = set(skip)
     pending = (spec for spec in episodes if spec.episode_id not in skip)
@@ -58,6 +60,8 @@ def play(
             if not episode.done:
                 still.append(item)
                 continue
+            if on_episode is not None:
+                on_episode(episode)
             trace = episode.trace()
             if on_finish is not None:
                 on_finish(trace)

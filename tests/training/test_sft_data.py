@@ -103,3 +103,31 @@ def test_same_seed_identical_files(tmp_path, data):
     )
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "kuhn/train.jsonl").read_bytes() == (data / "kuhn/train.jsonl").read_bytes()
+
+
+def test_simulated_chats_are_each_seats_dialogue_in_both_seats(tmp_path):
+    from stratagem.training.sft_data import simulated_chats, write_chats
+
+    chats = list(simulated_chats("dond", ["FairSplit", "ValueGreedy"], 3, seed=7))
+    # 2 ordered pairs × 3 episodes × 2 seats, every one a demonstration
+    assert len(chats) == 12
+    assert {(c.strategy, c.opponent) for c in chats} == {
+        ("FairSplit", "ValueGreedy"),
+        ("ValueGreedy", "FairSplit"),
+    }
+    for c in chats:
+        roles = [m["role"] for m in c.messages]
+        assert roles[0] == "system" and "negotiating" in c.messages[0]["content"]
+        assert roles[1:] == ["user", "assistant"] * c.decisions
+        assert all(m["content"].startswith("[") for m in c.messages[2::2])
+    again = list(simulated_chats("dond", ["FairSplit", "ValueGreedy"], 3, seed=7))
+    assert [c.messages for c in again] == [c.messages for c in chats]  # seeded
+    only = list(
+        simulated_chats(
+            "dond", ["FairSplit", "ValueGreedy"], 3, seed=7, demonstrators=["FairSplit"]
+        )
+    )
+    assert len(only) == 6 and {c.strategy for c in only} == {"FairSplit"}
+    card = write_chats("dond", chats, tmp_path, seed=7)
+    assert card["chats"] == {"test": 2, "train": 10}
+    assert sum(1 for _ in open(tmp_path / "dond/train.jsonl")) == 10

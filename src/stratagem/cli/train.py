@@ -39,12 +39,37 @@ def gen_sft_command(
         ",".join(DATASETS), help="Comma-separated: multi, kuhn, multi_issue."
     ),
     seed: int = typer.Option(42, "--seed", "-s"),
+    game: str | None = typer.Option(
+        None,
+        "--game",
+        "-g",
+        help="Instead of the SEPO datasets: chats of any game played by --agents (e.g. dond, "
+        "bargaining), written to OUT/GAME.",
+    ),
+    agents: str | None = typer.Option(
+        None,
+        "--agents",
+        "-a",
+        help="With --game: comma-separated agents (strategy names, hf, openai:MODEL); every "
+        "ordered pair plays --episodes episodes.",
+    ),
+    episodes: int = typer.Option(20, "--episodes", "-n", help="With --game: per ordered pair."),
+    demonstrators: str | None = typer.Option(
+        None, help="With --game: whose seats become chats (default: every agent's)."
+    ),
+    params: list[str] | None = typer.Option(
+        None, "--param", "-p", help="Game parameter KEY=VALUE (JSON value); repeatable."
+    ),
 ) -> None:
-    """Write SFT datasets: one multi-turn chat per (episode, seat), App. H sizes counted in
-    decisions, 80/20 split, chat `messages` JSONL + dataset card."""
+    """Write SFT datasets: one multi-turn chat per (episode, seat), 80/20 split, chat
+    `messages` JSONL + dataset card. Default: the SEPO datasets of rule-based demonstrators
+    (App. H sizes, counted in decisions); with --game, the dialogues of --agents."""
     from stratagem.runs import check_out_path
 
     check_out_path(out)
+    if game is not None:
+        _gen_game_chats(out, game, agents, episodes, demonstrators, params, seed)
+        return
     names = [d.strip() for d in datasets.split(",") if d.strip()]
     for name in names:
         if name not in DATASETS:
@@ -55,11 +80,39 @@ def gen_sft_command(
             card = write_dataset(
                 name, out, seed, on_example=lambda n=1, t=task: progress.advance(t, n)
             )
-            console.print(
-                f"{name}: {card['chats']['train']} train + {card['chats']['test']} test chats "
-                f"({card['decisions']['train']} + {card['decisions']['test']} decisions) → "
-                f"{out / name} (assistant median {card['assistant_chars']['median']} chars)"
-            )
+            _print_card(name, card, out)
+
+
+def _print_card(name: str, card: dict, out: Path) -> None:
+    console.print(
+        f"{name}: {card['chats']['train']} train + {card['chats']['test']} test chats "
+        f"({card['decisions']['train']} + {card['decisions']['test']} decisions) → "
+        f"{out / name} (assistant median {card['assistant_chars']['median']} chars)"
+    )
+
+
+def _gen_game_chats(out, game, agents, episodes, demonstrators, params, seed) -> None:
+    from stratagem.cli.config import parse_params
+    from stratagem.training.sft_data import simulated_chats, write_chats
+
+    if not agents:
+        raise ConfigError("--game needs --agents, e.g. --agents FairSplit,ValueGreedy")
+    if episodes < 1:
+        raise ConfigError(f"--episodes must be at least 1, got {episodes}")
+    names = [a.strip() for a in agents.split(",") if a.strip()]
+    chosen = [d.strip() for d in demonstrators.split(",")] if demonstrators else None
+    for d in chosen or []:
+        if d not in names:
+            raise UnknownNameError("demonstrator (one of --agents)", d, names)
+    pairs = max(len(names) * (len(names) - 1), 1)
+    with progress_bar(console) as progress:
+        task = progress.add_task(f"{game} chats", total=None)
+        chats = simulated_chats(
+            game, names, episodes, seed, params=parse_params(params), demonstrators=chosen
+        )
+        card = write_chats(game, chats, out, seed, on_example=lambda n, t=task: progress.advance(t))
+    console.print(f"{pairs * episodes} episodes of {', '.join(names)}")
+    _print_card(game, card, out)
 
 
 @dataclasses.dataclass(frozen=True)

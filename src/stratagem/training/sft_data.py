@@ -9,6 +9,10 @@ exactly the chat an LLM agent holds at the end of that episode (``Episode.chat``
 the loss on every assistant turn. Sizes are counted in decisions (App. H: 8,000 per game), so the
 last episode of a game is cut after the decision that reaches the count.
 
+``simulated_chats`` does the same for any game and any agents (rule-based, ``hf``, ``openai``):
+the dialogue games' warm starts (``gen-sft --game dond --agents ...``), where every seat of every
+episode is a demonstration unless told otherwise.
+
 Chats are written as JSONL ``messages`` rows (80/20 train/test, split by chat) that
 ``datasets.load_dataset("json", ...)`` and TRL read directly, with a dataset card of counts and
 lengths.
@@ -20,14 +24,18 @@ import json
 import random
 import statistics
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from stratagem.episode import Episode
+from stratagem.errors import ConfigError
 from stratagem.games import get_game
+from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
 from stratagem.strategies import get_pools, get_strategy, sft_mixture
+from stratagem.trace import Trace
 from stratagem.training.reasons import reasons
 
 # App. H sizes: decisions per game in each dataset
@@ -120,26 +128,84 @@ def game_chats(game_name: str, decisions: int, seed: int = 42) -> Iterator[Chat]
         index += 1
 
 
-def write_dataset(
-    name: str,
-    out: str | Path,
-    seed: int = 42,
-    sizes: dict[str, int] | None = None,
-    on_example: Callable[[int], None] | None = None,
-) -> dict:
-    """Write ``out/<name>/{train,test}.jsonl`` and ``card.json``/``README.md``; returns the card.
+def _label(token: str) -> str:
+    """An action as the card counts it: free-text turns by their first 24 characters."""
+    return token if len(token) <= 24 else token[:24] + "…"
 
-    ``sizes`` are decisions per game; ``on_example(n)`` is told of every chat's n decisions.
+
+def simulated_chats(
+    game_name: str,
+    agents: Sequence[str],
+    episodes: int,
+    seed: int = 42,
+    *,
+    params: Mapping[str, Any] | None = None,
+    demonstrators: Sequence[str] | None = None,
+    options: Any = None,
+    keep: Callable[[Trace, int], bool] | None = None,
+) -> Iterator[Chat]:
+    """Chats from ``episodes`` episodes per ordered pair of ``agents`` (agent specs as ``eval``
+    takes them: strategy names, ``hf``, ``openai:MODEL``), each pair in both seats, played
+    together (an LLM agent answers a whole tick in one batch); deterministic in ``seed`` for
+    rule-based agents.
+
+    Every seat whose agent is in ``demonstrators`` (default: all) becomes one chat: the rules
+    it was shown, then its user / assistant turns as it held them (corrections included).
+    ``keep(trace, seat)`` filters them (e.g. on the seat's score); episodes that failed are
+    skipped. ``options`` are the ``LLMOptions`` of LLM agents.
     """
-    sizes = sizes or DATASETS[name]
+    from stratagem.agents.spec import make_agent
+
+    game = get_game(game_name, **dict(params or {}))
+    specs = [a if ":" in a or a == "hf" else f"strategy:{a}" for a in agents]
+    built = [make_agent(spec, game, options) for spec in specs]
+    wanted = set(demonstrators) if demonstrators is not None else set(agents)
+    plays = []
+    for i, a in enumerate(agents):
+        for j, b in enumerate(agents):
+            if i != j or len(agents) == 1:
+                for k in range(episodes):
+                    eid = f"{a}-{b}-{k}"
+                    plays.append(
+                        EpisodeSpec(
+                            eid,
+                            derive(seed, "sft-sim", game_name, eid),
+                            (built[i], built[j]),
+                            {"names": (a, b)},
+                        )
+                    )
+    finished: dict[str, Episode] = {}
+    for trace in play(game, plays, on_episode=lambda e: finished.__setitem__(e.episode_id, e)):
+        episode = finished.pop(trace.episode_id)
+        if trace.status != "complete":
+            continue
+        names = trace.meta["names"]
+        for seat in (0, 1):
+            if names[seat] not in wanted or (keep is not None and not keep(trace, seat)):
+                continue
+            turns = [m.to_dict() for m in episode.chat(seat)]
+            if not turns:
+                continue
+            actions = tuple(_label(d.action) for d in trace.decisions if d.seat == seat)
+            messages = [{"role": "system", "content": episode.rules(seat) or ""}, *turns]
+            yield Chat(game_name, names[seat], names[1 - seat], actions, messages)
+
+
+def write_chats(
+    name: str, chats: Iterable[Chat], out: str | Path, seed: int = 42, on_example=None
+) -> dict:
+    """Write ``chats`` as ``out/<name>/{train,test}.jsonl`` (80/20 by chat) with ``card.json``
+    and ``README.md``; returns the card."""
     folder = Path(out) / name
     folder.mkdir(parents=True, exist_ok=True)
-    chats = []
-    for game_name, count in sizes.items():
-        for chat in game_chats(game_name, count, seed):
-            chats.append(chat)
-            if on_example:
-                on_example(chat.decisions)
+    collected = []
+    for chat in chats:  # streamed: the progress bar moves as episodes finish
+        collected.append(chat)
+        if on_example:
+            on_example(chat.decisions)
+    chats = collected
+    if not chats:
+        raise ConfigError(f"no chats to write for {name}: every episode failed or was filtered")
     random.Random(derive(seed, "sft-split", name)).shuffle(chats)
     # at least one test chat whenever there are two: the trainer evaluates on them
     n_test = max(round(len(chats) * TEST_FRACTION), 1 if len(chats) > 1 else 0)
@@ -152,6 +218,24 @@ def write_dataset(
     (folder / "card.json").write_text(json.dumps(card, indent=2) + "\n")
     (folder / "README.md").write_text(_card_markdown(card))
     return card
+
+
+def write_dataset(
+    name: str,
+    out: str | Path,
+    seed: int = 42,
+    sizes: dict[str, int] | None = None,
+    on_example: Callable[[int], None] | None = None,
+) -> dict:
+    """Write ``out/<name>/{train,test}.jsonl`` and ``card.json``/``README.md``; returns the card.
+
+    ``sizes`` are decisions per game; ``on_example(n)`` is told of every chat's n decisions.
+    """
+    sizes = sizes or DATASETS[name]
+    chats = (
+        chat for game_name, count in sizes.items() for chat in game_chats(game_name, count, seed)
+    )
+    return write_chats(name, chats, out, seed, on_example)
 
 
 def _card(name: str, seed: int, splits: dict[str, list[Chat]]) -> dict:
