@@ -127,7 +127,9 @@ class Trainer:
     help: str
 
 
-TRAINERS: dict[str, Trainer] = {}
+TRAINERS: dict[str, Trainer] = {
+    # "name": Trainer("module:ArgsClass", "module:train_function", "one-line help"),
+}
 
 
 def _load(path: str) -> Any:
