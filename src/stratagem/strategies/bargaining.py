@@ -10,31 +10,42 @@ historical low) — both parties see the item's historical price range. Each acc
 when it is at least as good as what it would offer now, and otherwise rejects it and counters in
 the same turn, so none of them (but the naive accepter) ever takes a deal below its reservation
 value, and their offers are monotonic.
+
+Every turn carries a templated ``Thought`` that states the reason for the choice from the view
+(the open offer, the price aimed at, the round, the tactic), so a rule-based seat's answer
+(``Bargaining.answer_text``) is a ``Thought:``/``Code:`` demonstration an LLM can be trained on
+(SPEC §8, Training). The thought never changes the calls.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import ClassVar
 
 from stratagem.agent import Strategy
 from stratagem.games.bargaining import BargainingView, Call, Turn
+from stratagem.games.bargaining.prompts import money
 from stratagem.pools import Pools
 from stratagem.registry import Registry
 
 STRATEGIES: Registry[type[Strategy]] = Registry("bargaining strategy")
 WAIT = Call("wait_for_response")
-ACCEPT = Turn((Call("respond_to_offer", (("response", True),)),))
 REJECT = Call("respond_to_offer", (("response", False),))
 
 
-def offer(price: float, view: BargainingView | None = None) -> Turn:
+def accept(thought: str = "") -> Turn:
+    """Returns a turn that accepts the counterpart's open offer."""
+    return Turn((Call("respond_to_offer", (("response", True),)),), thought)
+
+
+def offer(price: float, view: BargainingView | None = None, thought: str = "") -> Turn:
     """Returns a turn offering ``price``, rejecting the counterpart's open offer first (reject
     and counter) when ``view`` shows one."""
     make = Call("make_offer", (("price", round(price, 2)),))
     if view is not None and view.their_standing is not None and not view.listing:
-        return Turn((REJECT, make, WAIT))
-    return Turn((make, WAIT))
+        return Turn((REJECT, make, WAIT), thought)
+    return Turn((make, WAIT), thought)
 
 
 def anchor(view: BargainingView) -> float:
@@ -52,6 +63,16 @@ def good_enough(view: BargainingView, target: float) -> bool:
     return price >= target if view.role == "seller" else price <= target
 
 
+def other(view: BargainingView) -> str:
+    """Returns the counterpart's role."""
+    return "buyer" if view.role == "seller" else "seller"
+
+
+def gain(view: BargainingView, price: float) -> float:
+    """Returns this seat's utility of a deal at ``price``."""
+    return price - view.reservation if view.role == "seller" else view.reservation - price
+
+
 class Bargainer(Strategy):
     """Offers ``target(view)``; accepts an open offer at least as good as that."""
 
@@ -59,12 +80,45 @@ class Bargainer(Strategy):
         """Returns the price this bargainer would offer now."""
         raise NotImplementedError
 
+    def tactic(self, view: BargainingView) -> str:
+        """Returns how this bargainer moves its price, as a clause of its thought."""
+        raise NotImplementedError
+
     def choose(self, view: BargainingView, rng: random.Random) -> Turn:
         """Returns acceptance of a good-enough open offer, else reject-and-counter at target."""
         target = self.target(view)
         if not view.listing and good_enough(view, target):
-            return ACCEPT
-        return offer(target, view)
+            price = view.their_standing
+            assert price is not None
+            side = "above" if view.role == "seller" else "below"
+            return accept(
+                f"The {other(view)}'s offer of {money(price)} is at least as good as the "
+                f"{money(target)} I would propose in round {view.round} of {view.max_rounds}, "
+                f"and {money(gain(view, price))} {side} my reservation value of "
+                f"{money(view.reservation)}: I accept."
+            )
+        return offer(target, view, self.offer_thought(view, target))
+
+    def offer_thought(self, view: BargainingView, target: float) -> str:
+        """Returns the reason for offering ``target`` now (and refusing the open offer)."""
+        price = None if view.listing else view.their_standing
+        head = "I "
+        if price is not None:
+            worse = "less than I would accept" if view.role == "seller" else "more than I would pay"
+            head = (
+                f"The {other(view)}'s offer of {money(price)} is {worse} now, so I reject it and "
+            )
+        if not view.my_offers:
+            side = "above" if view.role == "seller" else "below"
+            return (
+                f"{head}open at {money(target)}, well {side} my reservation value of "
+                f"{money(view.reservation)}, to leave room to concede."
+            )
+        verb = "offer" if price is None else "counter at"
+        return (
+            f"{head}{verb} {money(target)} in round {view.round} of {view.max_rounds}; "
+            f"{self.tactic(view)}."
+        )
 
 
 @dataclass(frozen=True)
@@ -72,6 +126,7 @@ class TimeDependent(Bargainer):
     """Concedes from its anchor to its reservation value as (t/T)^(1/e) (Faratin et al.)."""
 
     e: float = 1.0
+    concedes: ClassVar[str] = "I move from my opening price to my reservation value over the rounds"
 
     def target(self, view: BargainingView) -> float:
         """Returns the anchor moved (t/T)^(1/e) of the way to the reservation value."""
@@ -80,6 +135,10 @@ class TimeDependent(Bargainer):
         progress = min(t / horizon, 1.0) ** (1 / self.e)
         return start + (view.reservation - start) * progress
 
+    def tactic(self, view: BargainingView) -> str:
+        """Returns the tactic's concession rule in words."""
+        return self.concedes
+
 
 @STRATEGIES
 @dataclass(frozen=True)
@@ -87,6 +146,9 @@ class Boulware(TimeDependent):
     """Holds near its anchor and concedes late (e = 0.2)."""
 
     e: float = 0.2
+    concedes: ClassVar[str] = (
+        "I concede slowly and hold near my opening price until the last rounds"
+    )
 
 
 @STRATEGIES
@@ -95,6 +157,7 @@ class Linear(TimeDependent):
     """Concedes the same amount every round (e = 1)."""
 
     e: float = 1.0
+    concedes: ClassVar[str] = "I concede the same amount every round"
 
 
 @STRATEGIES
@@ -103,6 +166,7 @@ class Conceder(TimeDependent):
     """Gives ground early (e = 3)."""
 
     e: float = 3.0
+    concedes: ClassVar[str] = "I give ground early to reach a deal"
 
 
 @STRATEGIES
@@ -118,14 +182,26 @@ class TitForTatConcession(Bargainer):
         if not view.my_offers:
             return anchor(view)
         last = view.my_offers[-1]
-        theirs = view.their_offers
-        if len(theirs) >= 2:
-            step = abs(theirs[-1] - theirs[-2])
+        if len(view.their_offers) >= 2:
+            step = self.mirrored(view)
         else:
             step = self.first_step * abs(anchor(view) - view.reservation)
         if view.role == "seller":
             return max(last - step, view.reservation)
         return min(last + step, view.reservation)
+
+    def mirrored(self, view: BargainingView) -> float:
+        """Returns the counterpart's last concession (the size of its last price move)."""
+        return abs(view.their_offers[-1] - view.their_offers[-2])
+
+    def tactic(self, view: BargainingView) -> str:
+        """Returns the concession being mirrored, or the first step before there is one."""
+        if len(view.their_offers) >= 2:
+            return f"I match the {other(view)}'s last concession of {money(self.mirrored(view))}"
+        return (
+            f"until the {other(view)} concedes I move {self.first_step:.0%} of the way to my "
+            "reservation value"
+        )
 
 
 @STRATEGIES
@@ -139,9 +215,21 @@ class NaiveAccepter(Bargainer):
 
     def choose(self, view: BargainingView, rng: random.Random) -> Turn:
         """Returns acceptance of any open offer, else an offer at target."""
-        if view.their_standing is not None and not view.listing:
-            return ACCEPT
-        return offer(self.target(view))
+        price = view.their_standing
+        if price is not None and not view.listing:
+            loss = -gain(view, price)
+            cost = f", even though it costs me {money(loss)}" if loss > 0 else ""
+            return accept(
+                f"The {other(view)} offers {money(price)}. I accept any offer to close the "
+                f"deal{cost}."
+            )
+        target = self.target(view)
+        what = "the historical high" if view.role == "seller" else "my reservation value"
+        return offer(target, thought=f"I offer {what} of {money(target)}.")
+
+    def tactic(self, view: BargainingView) -> str:
+        """Returns the naive accepter's rule in words."""
+        return "I accept whatever the other side offers"
 
 
 POOLS = Pools(
