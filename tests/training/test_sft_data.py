@@ -131,3 +131,96 @@ def test_simulated_chats_are_each_seats_dialogue_in_both_seats(tmp_path):
     card = write_chats("dond", chats, tmp_path, seed=7)
     assert card["chats"] == {"test": 2, "train": 10}
     assert sum(1 for _ in open(tmp_path / "dond/train.jsonl")) == 10
+
+
+BARGAINERS = ["Boulware", "Linear", "Conceder", "TitForTatConcession"]
+
+
+def test_bargaining_demonstrations_are_tool_calls_the_games_parser_accepts():
+    from stratagem.games.bargaining import Turn
+    from stratagem.training.sft_data import simulated_chats
+
+    game = get_game("bargaining")
+    chats = list(simulated_chats("bargaining", BARGAINERS, 2, seed=3))
+    assert len(chats) == 4 * 3 * 2 * 2  # ordered pairs × episodes × seats
+    answers = 0
+    for chat in chats:
+        roles = [m["role"] for m in chat.messages]
+        assert roles[1:] == ["user", "assistant"] * chat.decisions
+        for message, action in zip(chat.messages[2::2], chat.actions, strict=True):
+            turn = game.parse(message["content"])
+            assert isinstance(turn, Turn), turn  # every assistant turn parses
+            assert game.token(turn) == action  # ... to the turn that was played
+            assert message["content"].startswith(f"Thought: {turn.thought}\nCode:\n```py\n")
+            assert turn.thought and turn.thought != "my move"
+            answers += 1
+    assert answers == sum(c.decisions for c in chats) > 200
+    assert any("respond_to_offer(response=True)" in a for c in chats for a in c.actions)
+
+
+def test_turn_rows_strip_think_from_contexts_and_keep_it_in_targets():
+    from stratagem.training.sft_data import Chat, strip_think
+
+    visible = "Thought: open high\nCode:\n```py\nmake_offer(price=9)\n```"
+    first = f"<think>I could ask more.</think>\n{visible}"
+    second = "<think>unclosed reasoning ```py\nquit_negotiation()\n```"
+    chat = Chat(
+        "bargaining",
+        "hf",
+        "Boulware",
+        ("make_offer(price=9.0)", "invalid: no code block"),
+        [
+            {"role": "system", "content": "rules"},
+            {"role": "user", "content": "list it"},
+            {"role": "assistant", "content": first},
+            {"role": "user", "content": "<think> in a user turn is data"},
+            {"role": "assistant", "content": second},
+        ],
+    )
+    one, two = chat.turn_rows()
+    assert one["prompt"] == chat.messages[:2] and one["completion"] == [chat.messages[2]]
+    assert (one["action"], one["turn"], two["turn"]) == ("make_offer(price=9.0)", 0, 1)
+    assert two["prompt"] == [
+        *chat.messages[:2],
+        {"role": "assistant", "content": visible},
+        chat.messages[3],  # only answers are stripped
+    ]
+    assert two["completion"] == [{"role": "assistant", "content": second}]  # kept whole
+    assert strip_think(second) == "" and strip_think("no reasoning ") == "no reasoning "
+    assert chat.row()["messages"][2]["content"] == first  # whole chats keep every target whole
+
+
+def test_gen_sft_turns_writes_prompt_completion_rows_that_datasets_reads(tmp_path):
+    from datasets import load_dataset
+
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "stratagem.cli.main",
+            "gen-sft",
+            "--game",
+            "bargaining",
+            "--agents",
+            "Boulware,Conceder",
+            "-n",
+            "3",
+            "--turns",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    card = json.loads((tmp_path / "bargaining/card.json").read_text())
+    assert card["layout"] == "turns" and card["chats"] == {"test": 2, "train": 10}
+    ds = load_dataset("json", data_files=str(tmp_path / "bargaining/train.jsonl"))["train"]
+    assert ds.num_rows == card["decisions"]["train"]
+    game = get_game("bargaining")
+    for row in ds:
+        assert row["prompt"][0]["role"] == "system" and row["prompt"][-1]["role"] == "user"
+        assert len(row["prompt"]) == 2 + 2 * row["turn"]
+        answer = row["completion"][0]["content"]
+        assert game.token(game.parse(answer)) == row["action"]

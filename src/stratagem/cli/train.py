@@ -60,15 +60,37 @@ def gen_sft_command(
     params: list[str] | None = typer.Option(
         None, "--param", "-p", help="Game parameter KEY=VALUE (JSON value); repeatable."
     ),
+    turns: bool = typer.Option(
+        False,
+        "--turns",
+        help="One row per assistant turn (prompt = the earlier turns, <think> stripped; "
+        "completion = the turn) in TRL's prompt/completion format, instead of one chat per seat.",
+    ),
+    max_new_tokens: int = typer.Option(
+        256, help="With --game: generated tokens per decision of hf / openai agents."
+    ),
+    temperature: float = typer.Option(
+        0.0, help="With --game: sampling temperature of hf / openai agents (0: greedy)."
+    ),
+    base_url: str | None = typer.Option(
+        None, help="With --game: the OpenAI-compatible endpoint of openai:MODEL agents."
+    ),
 ) -> None:
-    """Write SFT datasets: one multi-turn chat per (episode, seat), 80/20 split, chat
-    `messages` JSONL + dataset card. Default: the SEPO datasets of rule-based demonstrators
-    (App. H sizes, counted in decisions); with --game, the dialogues of --agents."""
+    """Write SFT datasets: one multi-turn chat per (episode, seat) (or, with --turns, one row
+    per assistant turn), 80/20 split by chat, JSONL + dataset card. Default: the SEPO datasets of
+    rule-based demonstrators (App. H sizes, counted in decisions); with --game, the dialogues of
+    --agents (bargaining: the rule-based bargainers write templated Thought/Code turns)."""
+    from stratagem.agents.spec import LLMOptions
     from stratagem.runs import check_out_path
 
     check_out_path(out)
     if game is not None:
-        _gen_game_chats(out, game, agents, episodes, demonstrators, params, seed)
+        options = LLMOptions(
+            temperature=temperature, max_new_tokens=max_new_tokens, base_url=base_url
+        )
+        _gen_game_chats(
+            out, game, agents, episodes, demonstrators, params, seed, options=options, turns=turns
+        )
         return
     names = [d.strip() for d in datasets.split(",") if d.strip()]
     for name in names:
@@ -78,20 +100,23 @@ def gen_sft_command(
         for name in names:
             task = progress.add_task(name, total=sum(DATASETS[name].values()))
             card = write_dataset(
-                name, out, seed, on_example=lambda n=1, t=task: progress.advance(t, n)
+                name, out, seed, on_example=lambda n=1, t=task: progress.advance(t, n), turns=turns
             )
             _print_card(name, card, out)
 
 
 def _print_card(name: str, card: dict, out: Path) -> None:
+    rows = " (one row each)" if card.get("layout") == "turns" else ""
     console.print(
         f"{name}: {card['chats']['train']} train + {card['chats']['test']} test chats "
-        f"({card['decisions']['train']} + {card['decisions']['test']} decisions) → "
+        f"({card['decisions']['train']} + {card['decisions']['test']} decisions{rows}) → "
         f"{out / name} (assistant median {card['assistant_chars']['median']} chars)"
     )
 
 
-def _gen_game_chats(out, game, agents, episodes, demonstrators, params, seed) -> None:
+def _gen_game_chats(
+    out, game, agents, episodes, demonstrators, params, seed, *, options=None, turns=False
+) -> None:
     from stratagem.cli.config import parse_params
     from stratagem.training.sft_data import simulated_chats, write_chats
 
@@ -108,9 +133,17 @@ def _gen_game_chats(out, game, agents, episodes, demonstrators, params, seed) ->
     with progress_bar(console) as progress:
         task = progress.add_task(f"{game} chats", total=None)
         chats = simulated_chats(
-            game, names, episodes, seed, params=parse_params(params), demonstrators=chosen
+            game,
+            names,
+            episodes,
+            seed,
+            params=parse_params(params),
+            demonstrators=chosen,
+            options=options,
         )
-        card = write_chats(game, chats, out, seed, on_example=lambda n, t=task: progress.advance(t))
+        card = write_chats(
+            game, chats, out, seed, on_example=lambda n, t=task: progress.advance(t), turns=turns
+        )
     console.print(f"{pairs * episodes} episodes of {', '.join(names)}")
     _print_card(game, card, out)
 

@@ -15,13 +15,20 @@ episode is a demonstration unless told otherwise.
 
 Chats are written as JSONL ``messages`` rows (80/20 train/test, split by chat) that
 ``datasets.load_dataset("json", ...)`` and TRL read directly, with a dataset card of counts and
-lengths.
+lengths. With ``turns=True`` each chat is decomposed instead into one sample per assistant turn
+(seed 004 §5.2, App. B.1): the prompt is the system turn and every turn before it, the completion
+is the turn itself, in TRL's conversational ``prompt``/``completion`` format (loss on the
+completion only). ``<think>`` blocks are stripped from the earlier answers in a prompt and kept in
+the completion, as seed 004 does: the model conditions on the observable part of its earlier
+answers (reasoning models' chat templates drop earlier reasoning the same way) and still learns to
+reason in the turn it is trained on. Whole chats keep every answer whole: each is a target.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -46,6 +53,14 @@ DATASETS: dict[str, dict[str, int]] = {
 }
 TEST_FRACTION = 0.2
 TRAINING_POOLS = ("train", "exploit", "collusive")
+_THINK = re.compile(r"<think>.*?(</think>|$)", re.S | re.I)  # an unclosed block runs to the end
+
+
+def strip_think(text: str) -> str:
+    """Returns ``text`` without its ``<think>…</think>`` blocks (an unclosed one runs to the
+    end), surrounding whitespace trimmed; text without one is returned unchanged."""
+    stripped = _THINK.sub("", text)
+    return text if stripped == text else stripped.strip()
 
 
 @dataclass(frozen=True)
@@ -72,6 +87,31 @@ class Chat:
             "opponent": self.opponent,
             "actions": list(self.actions),
         }
+
+    def turn_rows(self) -> list[dict]:
+        """One row per assistant turn k: ``prompt`` = the system turn and every turn before k,
+        earlier answers with ``<think>`` stripped; ``completion`` = answer k, whole; ``action``
+        = the action it played; ``turn`` = k (0-based)."""
+        rows: list[dict] = []
+        context: list[dict[str, str]] = []
+        for message in self.messages:
+            if message["role"] != "assistant":
+                context.append(dict(message))
+                continue
+            k = len(rows)
+            rows.append(
+                {
+                    "prompt": [dict(m) for m in context],
+                    "completion": [dict(message)],
+                    "game": self.game,
+                    "strategy": self.strategy,
+                    "opponent": self.opponent,
+                    "action": self.actions[k],
+                    "turn": k,
+                }
+            )
+            context.append({"role": "assistant", "content": strip_think(message["content"])})
+        return rows
 
 
 class _Demonstrator:
@@ -186,16 +226,24 @@ def simulated_chats(
             turns = [m.to_dict() for m in episode.chat(seat)]
             if not turns:
                 continue
-            actions = tuple(_label(d.action) for d in trace.decisions if d.seat == seat)
+            actions = tuple(d.action for d in trace.decisions if d.seat == seat)
             messages = [{"role": "system", "content": episode.rules(seat) or ""}, *turns]
             yield Chat(game_name, names[seat], names[1 - seat], actions, messages)
 
 
 def write_chats(
-    name: str, chats: Iterable[Chat], out: str | Path, seed: int = 42, on_example=None
+    name: str,
+    chats: Iterable[Chat],
+    out: str | Path,
+    seed: int = 42,
+    on_example=None,
+    *,
+    turns: bool = False,
 ) -> dict:
     """Write ``chats`` as ``out/<name>/{train,test}.jsonl`` (80/20 by chat) with ``card.json``
-    and ``README.md``; returns the card."""
+    and ``README.md``; returns the card. ``turns``: one prompt/completion row per assistant turn
+    (``Chat.turn_rows``) instead of one ``messages`` row per chat; the split stays by chat, so
+    no episode has turns on both sides."""
     folder = Path(out) / name
     folder.mkdir(parents=True, exist_ok=True)
     collected = []
@@ -213,8 +261,9 @@ def write_chats(
     for split_name, rows in splits.items():
         with open(folder / f"{split_name}.jsonl", "w", encoding="utf-8") as f:
             for chat in rows:
-                f.write(json.dumps(chat.row(), ensure_ascii=False) + "\n")
-    card = _card(name, seed, splits)
+                for row in chat.turn_rows() if turns else [chat.row()]:
+                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    card = _card(name, seed, splits, turns)
     (folder / "card.json").write_text(json.dumps(card, indent=2) + "\n")
     (folder / "README.md").write_text(_card_markdown(card))
     return card
@@ -226,19 +275,22 @@ def write_dataset(
     seed: int = 42,
     sizes: dict[str, int] | None = None,
     on_example: Callable[[int], None] | None = None,
+    *,
+    turns: bool = False,
 ) -> dict:
     """Write ``out/<name>/{train,test}.jsonl`` and ``card.json``/``README.md``; returns the card.
 
-    ``sizes`` are decisions per game; ``on_example(n)`` is told of every chat's n decisions.
+    ``sizes`` are decisions per game; ``on_example(n)`` is told of every chat's n decisions;
+    ``turns`` as in ``write_chats``.
     """
     sizes = sizes or DATASETS[name]
     chats = (
         chat for game_name, count in sizes.items() for chat in game_chats(game_name, count, seed)
     )
-    return write_chats(name, chats, out, seed, on_example)
+    return write_chats(name, chats, out, seed, on_example, turns=turns)
 
 
-def _card(name: str, seed: int, splits: dict[str, list[Chat]]) -> dict:
+def _card(name: str, seed: int, splits: dict[str, list[Chat]], turns: bool = False) -> dict:
     every = [c for rows in splits.values() for c in rows]
     answers = [m["content"] for c in every for m in c.messages if m["role"] == "assistant"]
     lengths = [len(a) for a in answers]
@@ -253,12 +305,13 @@ def _card(name: str, seed: int, splits: dict[str, list[Chat]]) -> dict:
     return {
         "name": name,
         "seed": seed,
+        "layout": "turns" if turns else "chats",
         "chats": {k: len(v) for k, v in splits.items()},
         "decisions": {k: sum(c.decisions for c in v) for k, v in splits.items()},
         "per_game": per(lambda c: [c.game] * c.decisions),
         "per_strategy": per(lambda c: [f"{c.game}/{c.strategy}"] * c.decisions),
         "per_opponent": per(lambda c: [f"{c.game}/{c.opponent}"] * c.decisions),
-        "per_action": per(lambda c: [f"{c.game}/{a}" for a in c.actions]),
+        "per_action": per(lambda c: [f"{c.game}/{_label(a)}" for a in c.actions]),
         "assistant_chars": {
             "median": statistics.median(lengths),
             "mean": statistics.fmean(lengths),
@@ -268,11 +321,22 @@ def _card(name: str, seed: int, splits: dict[str, list[Chat]]) -> dict:
 
 
 def _card_markdown(card: dict) -> str:
+    layout = (
+        [
+            "Demonstrations (stratagem `gen-sft --turns`): one row per assistant turn in",
+            "`prompt`/`completion` format (the prompt holds the earlier turns, `<think>`",
+            "stripped), split by (episode, demonstrator seat); counts below are decisions (rows).",
+        ]
+        if card.get("layout") == "turns"
+        else [
+            "Demonstrations (stratagem `gen-sft`): one multi-turn chat in `messages` format",
+            "per (episode, demonstrator seat); counts below are decisions (assistant turns).",
+        ]
+    )
     lines = [
         f"# SFT dataset `{card['name']}`",
         "",
-        "Rule-based demonstrations (stratagem `gen-sft`): one multi-turn chat in `messages` format",
-        "per (episode, demonstrator seat); counts below are decisions (assistant turns).",
+        *layout,
         "",
         f"- seed: {card['seed']}",
         f"- chats: {card['chats']['train']} train, {card['chats']['test']} test",
