@@ -21,6 +21,7 @@ from stratagem.training.imitation import (
     Args,
     Dataset,
     build_dataset,
+    cfr_policies,
     meta_game,
     soft_cross_entropy,
     steered_policy,
@@ -76,6 +77,20 @@ def test_meta_game_steered_vs_unsteered_by_hand(hand_scenario):
     assert report.steered_mass == pytest.approx((1.0, 1.0))
 
 
+def test_cfr_targets_run_every_iteration(hand_scenario):
+    # regression: the targets came from solve(..., points=1), which stops at its one checkpoint,
+    # iteration 1, so every target was uniform; the hand game's equilibrium is Tuesday throughout
+    from stratagem.solvers.cfr import solve
+
+    domain = get_domain("meeting", ("Monday", "Tuesday", "any"))
+    tree = DialogueTree(domain, hand_scenario, CachedBackend(SeededScript(meeting_script)))
+    (policy,) = cfr_policies([tree], 2000)
+    assert len(policy) == 2  # Bob's opening reply; Alice after a Tuesday proposal
+    for dist in policy.values():
+        assert dist["Tuesday"] == pytest.approx(1.0, abs=1e-3)
+    assert cfr_policies([tree], 300)[0] == solve(tree.root, "cfr+", 300).policy
+
+
 def fruit_trees(n):
     domain = get_domain("fruit", ("calm", "assertive", "any"))
 
@@ -89,10 +104,8 @@ def fruit_trees(n):
 
 
 def test_dataset_and_steered_policy_cover_every_information_state():
-    from stratagem.solvers.cfr import solve
-
     trees = fruit_trees(3)
-    policies = [solve(t.root, "cfr+", 200, points=1).policy for t in trees]
+    policies = cfr_policies(trees, 200)
     data = build_dataset(trees[:2], policies[:2], fake_embed)
     assert data.instructions == ("calm", "assertive", "any")
     assert len(data.texts) == sum(len(p) for p in policies[:2]) == data.embeddings.shape[0]

@@ -62,11 +62,11 @@ def imitate_command(
 ) -> None:
     """Train an MLP to imitate CFR's instruction policy and test it on held-out scenarios."""
     from stratagem.games.dialogue import DOMAINS
-    from stratagem.solvers.cfr import solve
     from stratagem.solvers.expand import DialogueTree, expand
     from stratagem.training.imitation import (
         Args,
         build_dataset,
+        cfr_policies,
         load_embedder,
         meta_game,
         steered_policy,
@@ -109,7 +109,7 @@ def imitate_command(
         f"{stats.model_calls} model calls, {stats.cache_hits} cache hits, {stats.seconds:.1f} s"
     )
     start = time.perf_counter()
-    policies = [solve(t.root, "cfr+", cfg.iterations, points=1).policy for t in trees]
+    policies = cfr_policies(trees, cfg.iterations)
     solve_seconds = time.perf_counter() - start
     embed = load_embedder()
     training, held_out = trees[: cfg.train], trees[cfg.train :]

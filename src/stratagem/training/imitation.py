@@ -102,6 +102,23 @@ class Dataset:
     embeddings: np.ndarray | None = None
 
 
+def cfr_policies(
+    trees: Sequence[DialogueTree], iterations: int, algorithm: str = "cfr+"
+) -> list[Policy]:
+    """Each tree's average CFR policy after exactly ``iterations`` iterations: the imitation
+    targets. ``solvers.cfr.solve`` is not used here: it runs to its last exploitability
+    checkpoint, and with a single checkpoint that is iteration 1 (a uniform average policy).
+    """
+    from stratagem.solvers.cfr import ALGORITHMS, CFRSolver
+
+    out = []
+    for tree in trees:
+        solver = CFRSolver(tree.root, ALGORITHMS[algorithm])
+        solver.iterate(iterations)
+        out.append(solver.average_policy())
+    return out
+
+
 def information_states(tree: DialogueTree) -> dict[str, Any]:
     """Every information set of ``tree``: key -> one of its nodes (the first, depth first)."""
     out: dict[str, Any] = {}
