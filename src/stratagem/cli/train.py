@@ -162,6 +162,14 @@ class Trainer:
 
 TRAINERS: dict[str, Trainer] = {
     # "name": Trainer("module:ArgsClass", "module:train_function", "one-line help"),
+    "bargaining": Trainer(
+        "stratagem.training.bargaining_grpo:BargainingArgs",
+        "stratagem.training.bargaining_grpo:train_bargaining",
+        "GRPO for bilateral trade against a fixed opponent in both roles; reward = format + "
+        "execution + consistency + surplus share (seed 004), --ir-penalty adds an IR penalty and "
+        "NGFT walk-away credit; checkpoints scored by a tournament slice, stages.md = Base → SFT "
+        "→ RL; resumes from the newest checkpoint.",
+    ),
 }
 
 
