@@ -117,3 +117,26 @@ def test_psro_command_on_fruit(monkeypatch, tmp_path):
     assert (first["word"], first["status"]) == ("calm", "failed")  # already a candidate
     result = CliRunner().invoke(app, ["psro", "-g", "ipd", "--replies", "2", "-o", str(out)])
     assert "not a dialogue game" in str(result.exception)
+
+
+def test_meta_strategy_plot_shows_a_run_of_one_iteration(tmp_path):
+    # regression: stacked areas over a single iteration drew nothing (a run that stops at
+    # iteration 1, converged or closed, had an empty plot); bars show it
+    import matplotlib.image
+
+    from stratagem.solvers.psro import Iteration, PSROResult, plot_meta_strategies
+
+    one = Iteration(
+        iteration=1,
+        populations=(("calm", "any"), ("calm", "any")),
+        meta_strategy=({"calm": 0.25, "any": 0.75}, {"calm": 1.0, "any": 0.0}),
+        values=(0.0, 0.0),
+        responses=("calm", "calm"),
+        gains=(0.0, 0.0),
+    )
+    result = PSROResult(
+        "replicator", (one,), "closed", one.populations, ((0.0,) * 2,) * 2, ((0.0,) * 2,) * 2
+    )
+    image = matplotlib.image.imread(plot_meta_strategies(result, tmp_path / "m.png"))[..., :3]
+    coloured = (image.max(axis=-1) - image.min(axis=-1)) > 0.3  # saturated: bars, legend
+    assert coloured.mean() > 0.1

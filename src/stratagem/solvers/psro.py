@@ -342,23 +342,29 @@ def psro(
 
 
 def plot_meta_strategies(result: PSROResult, path: Path, title: str = "") -> Path:
-    """Draws each seat's meta-strategy per iteration as stacked areas into ``path`` (PNG)."""
+    """Draws each seat's meta-strategy per iteration as stacked bars into ``path`` (PNG): one
+    bar per iteration, one colour per strategy (so a run that stops after one iteration still
+    shows its meta-strategy)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
-    xs = [it.iteration for it in result.iterations]
+    xs = np.array([it.iteration for it in result.iterations])
     for seat, ax in enumerate(axes):
         names = list(dict.fromkeys(n for it in result.iterations for n in it.populations[seat]))
         mass = np.array(
             [[it.meta_strategy[seat].get(n, 0.0) for it in result.iterations] for n in names]
         )
-        ax.stackplot(xs, mass, labels=names, alpha=0.85)
+        bottom = np.zeros(len(xs))
+        for name, row in zip(names, mass, strict=True):
+            ax.bar(xs, row, bottom=bottom, width=0.8, label=name, alpha=0.85)
+            bottom += row
         ax.set_xlabel("PSRO iteration")
         ax.set_title(f"seat {seat}")
-        ax.set_xlim(xs[0], max(xs[-1], xs[0] + 1))
+        ax.set_xticks(xs)
+        ax.set_xlim(xs[0] - 0.6, xs[-1] + 0.6)
         ax.set_ylim(0, 1)
     axes[0].set_ylabel("meta-strategy mass")
     axes[1].legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
