@@ -170,6 +170,13 @@ TRAINERS: dict[str, Trainer] = {
         "NGFT walk-away credit; checkpoints scored by a tournament slice, stages.md = Base → SFT "
         "→ RL; resumes from the newest checkpoint.",
     ),
+    "selfplay": Trainer(
+        "stratagem.training.selfplay:SelfPlayArgs",
+        "stratagem.training.selfplay:train_selfplay",
+        "Filtered-BC self-play for Deal or No Deal: K games per iteration between two copies of "
+        "the model, SFT on the seats scoring above the mean, evaluation in self-play and against "
+        "a fixed agent each iteration; resumes at iteration boundaries.",
+    ),
 }
 
 

@@ -1,0 +1,340 @@
+"""Filtered-BC self-play: the kept set, the loss masks of a seat's chat, early stopping, and one
+run end to end on a tiny random LM (resume after a kill equals an uninterrupted run)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from stratagem.agent import Decision
+from stratagem.episode import Episode
+from stratagem.errors import ConfigError, UnknownNameError
+from stratagem.game import RoundResult
+from stratagem.games import get_game
+from stratagem.games.dond import complement, render_share
+from stratagem.seeding import derive
+from stratagem.strategies import get_strategy
+from stratagem.trace import Trace, read_traces
+from stratagem.training import selfplay
+from stratagem.training.selfplay import (
+    SelfPlayArgs,
+    kept_seats,
+    label_runs,
+    seat_chat,
+    seat_tokens,
+    stalled,
+    train_selfplay,
+)
+from stratagem.training.sft import IGNORE
+
+END = "<|im_end|>\n"  # how SmolLM2's template closes a turn
+
+
+def result_trace(episode_id: str, payoffs, agreement: bool, status: str = "complete") -> Trace:
+    info = {"agreement": agreement}
+    return Trace(
+        episode_id=episode_id,
+        game="dond",
+        version=1,
+        seed=0,
+        agents=("m", "m"),
+        rounds=(RoundResult(0, (), payoffs, info),),
+        decisions=(),
+        status=status,  # type: ignore[arg-type]
+    )
+
+
+def test_kept_seats_are_those_above_the_mean():
+    a = result_trace("a", (6.0, 3.0), True)
+    b = result_trace("b", (0.0, 0.0), False)
+    c = result_trace("c", (9.0, 0.0), True)
+    broken = result_trace("x", (10.0, 10.0), True, status="error")  # not in the mean
+    # the mean of the six seat scores of a, b and c is 18 / 6 = 3: seat 1 of a is not above it
+    kept = kept_seats([a, b, broken, c], lam=0.0)
+    assert [(t.episode_id, s) for t, s in kept] == [("a", 0), ("c", 0)]
+
+
+def test_zero_sum_also_keeps_zero_score_agreements():
+    won = result_trace("won", (3.0, -3.0), True)
+    tied = result_trace("tied", (0.0, 0.0), True)
+    failed = result_trace("failed", (0.0, 0.0), False)
+    kept = kept_seats([won, tied, failed], lam=-1.0)
+    assert [(t.episode_id, s) for t, s in kept] == [("won", 0), ("tied", 0), ("tied", 1)]
+    assert [(t.episode_id, s) for t, s in kept_seats([won, tied, failed], lam=0.0)] == [("won", 0)]
+
+
+class ScriptedSeats:
+    """A model-like agent (it writes text) whose answers come from a fixed script per seat:
+    seat 0 first sends a malformed answer, which the game refuses with a correction."""
+
+    name = "script"
+
+    def __init__(self, game):
+        self.game = game
+        self.said = {0: 0, 1: 0}
+
+    def text(self, seat: int, view) -> str:
+        counts = view.counts
+        books = (counts[0], 0, 0)
+        script = {
+            0: ["hello", "[message] I would like the books.", f"[propose] {render_share(books)}"],
+            1: [
+                "[message] Take the books, I keep the rest.",
+                f"[propose] {render_share(complement(counts, books))}",
+            ],
+        }
+        return script[seat][self.said[seat]]
+
+    def act(self, batch):
+        out = []
+        for obs in batch:
+            text = self.text(obs.seat, obs.view)
+            self.said[obs.seat] += 1
+            out.append(Decision(self.game.parse(text), text=text, tokens=len(text.split())))
+        return out
+
+
+def scripted_trace(seed: int = 3) -> Trace:
+    game = get_game("dond")
+    agent = ScriptedSeats(game)
+    episode = Episode(game, "0", seed, ("script", "script"))
+    while not episode.done:
+        for obs in episode.waiting():
+            episode.submit(obs.seat, agent.act([obs])[0])
+        episode.step()
+    return episode.trace()
+
+
+def test_a_seat_chat_marks_the_refused_answer_and_keeps_the_correction():
+    trace = scripted_trace()
+    assert trace.rounds[-1].info["agreement"]
+    messages, trained = seat_chat(trace, 0)
+    assert [m["role"] for m in messages] == ["system"] + ["user", "assistant"] * 3
+    assert [m["content"] for m in messages[2::2]] == [
+        "hello",
+        "[message] I would like the books.",
+        f"[propose] {render_share((trace.scenario['counts'][0], 0, 0))}",
+    ]
+    assert messages[3]["content"].startswith("Your last answer was not accepted")
+    assert trained == [False, True, True]
+    other, other_trained = seat_chat(trace, 1)
+    assert other_trained == [True, True]
+    heard = [m["content"] for m in other if m["role"] == "user"]
+    assert any("I would like the books." in x for x in heard)  # seat 0's message, as user text
+    assert not any("hello" in x for x in heard)  # a refused answer never reaches the other seat
+
+
+def test_loss_is_on_the_seats_accepted_answers_only():
+    from transformers import AutoTokenizer
+
+    from stratagem.backends.embedded import embedded_dir
+
+    tokenizer = AutoTokenizer.from_pretrained(embedded_dir())
+    trace = scripted_trace()
+    messages, trained = seat_chat(trace, 0)
+    row = seat_tokens(tokenizer, messages, trained, max_length=4096)
+    ids, labels = row["input_ids"], row["labels"]
+    assert len(ids) == len(labels)
+    learned = [i for i, label in zip(ids, labels, strict=True) if label != IGNORE]
+    answers = [m["content"] for m, ok in zip(messages[2::2], trained, strict=True) if ok]
+    assert tokenizer.decode(learned) == "".join(a + END for a in answers)
+    assert "hello" in tokenizer.decode(ids)  # the refused answer stays in the context
+    assert len(label_runs(labels)) == 2
+    everything = seat_tokens(tokenizer, messages, [True] * 3, max_length=4096)
+    assert everything["input_ids"] == ids  # masking changes labels, never the tokens
+    assert len(label_runs(everything["labels"])) == 3
+    cut = seat_tokens(tokenizer, messages, trained, max_length=50)
+    assert cut == {"input_ids": ids[:50], "labels": labels[:50]}
+
+
+def test_label_runs():
+    assert label_runs([IGNORE, 5, 6, IGNORE, IGNORE, 7]) == [(1, 3), (5, 6)]
+    assert label_runs([IGNORE, IGNORE]) == []
+
+
+def test_stalled():
+    assert not stalled([1.0, 2.0, 2.0], patience=2)  # three values: only one before the window
+    assert stalled([1.0, 3.0, 2.0, 3.0], patience=2)  # 3.0 does not beat 3.0
+    assert not stalled([1.0, 3.0, 2.0, 3.5], patience=2)
+    assert not stalled([5.0, 1.0, 1.0, 1.0], patience=0)
+    assert stalled([5.0, 1.0], patience=1)
+
+
+def test_bad_settings_are_refused_in_one_line(tmp_path):
+    with pytest.raises(UnknownNameError, match="did you mean 'FairSplit'"):
+        SelfPlayArgs(opponent="FairSplt").check()
+    with pytest.raises(ConfigError, match="--stop-on fixed"):
+        SelfPlayArgs(lam=-1.0, stop_on="selfplay").check()
+    with pytest.raises(ConfigError, match="--games must be at least 1"):
+        SelfPlayArgs(games=0).check()
+    with pytest.raises(ConfigError, match="--lam must be in"):
+        SelfPlayArgs(lam=2.0).check()
+    assert SelfPlayArgs(lam=-1.0).selection == "fixed_score"
+    assert SelfPlayArgs().selection == "selfplay_score"
+    fingerprint = SelfPlayArgs(out=tmp_path).fingerprint()
+    assert "iterations" not in fingerprint and "patience" not in fingerprint
+    assert fingerprint["games"] == 500 and fingerprint["out"] == str(tmp_path)
+
+
+def test_the_command_is_registered_with_the_dataclass_options():
+    import typer
+
+    from stratagem.cli import train as cli
+
+    command = typer.main.get_command(cli._trainers()).commands["selfplay"]
+    flags = {d for p in command.params for d in p.opts}
+    assert {"--games", "--iterations", "--patience", "--opponent", "--lam", "--adapter"} <= flags
+    docs = cli.field_docs(SelfPlayArgs)
+    assert set(docs) == {f.name for f in dataclasses.fields(SelfPlayArgs)}
+
+
+# ---- one run on the tiny LM ----
+
+STEERED_STRATEGIES = ("FairSplit", "Cooperative", "ValueGreedy")
+
+
+class Steered:
+    """The policy generates every answer (real batched sampling on the tiny LM), and its text
+    picks the answer played: a malformed one (refused, corrected) or a rule-based negotiator's.
+    Games then depend on the weights and the sampling, yet reach agreements a random LM never
+    would."""
+
+    def __init__(self, llm):
+        self.llm = llm
+        self.name = llm.name
+        self.game = llm.game
+
+    def act(self, batch):
+        out = []
+        for obs, generated in zip(batch, self.llm.act(batch), strict=True):
+            pick = derive(0, generated.text) % 4
+            if pick == 3 and obs.attempt == 0:
+                text = "hello"
+            else:
+                rule = get_strategy("dond", STEERED_STRATEGIES[pick % 3]).act([obs])[0]
+                text = self.game.answer_text(rule.action)
+            action = self.game.parse(text)
+            out.append(dataclasses.replace(generated, action=action, text=text))
+        return out
+
+
+@pytest.fixture
+def steered(monkeypatch):
+    real = selfplay.selfplay_agent
+    monkeypatch.setattr(selfplay, "selfplay_agent", lambda *a: Steered(real(*a)))
+
+
+def tiny_settings(tiny_model, out, **overrides) -> SelfPlayArgs:
+    settings = dict(
+        model=tiny_model,
+        out=out,
+        iterations=2,
+        games=6,
+        eval_games=2,
+        max_turns=4,
+        max_new_tokens=4,
+        patience=0,
+        lora_rank=4,
+        lora_alpha=8,
+        learning_rate=5e-3,
+        epochs=1.0,
+        batch_size=2,
+        max_live=8,
+    )
+    return SelfPlayArgs(**{**settings, **overrides})
+
+
+def adapter(folder):
+    from safetensors.torch import load_file
+
+    return load_file(folder / "adapter" / "adapter_model.safetensors")
+
+
+def rows_without_timings(state_file) -> tuple[list, list]:
+    state = json.loads(state_file.read_text())
+    strip = ("play_seconds", "sft_seconds", "eval_seconds")
+    log = [{k: v for k, v in e.items() if k not in strip} for e in state["log"]]
+    evals = [{k: v for k, v in e.items() if k not in strip} for e in state["evals"]]
+    return log, evals
+
+
+@pytest.mark.slow
+def test_one_iteration_end_to_end_and_resume_equals_uninterrupted(
+    tiny_model, tmp_path, steered, monkeypatch
+):
+    quiet = lambda _: None  # noqa: E731
+    full = tmp_path / "full"
+    train_selfplay(tiny_settings(tiny_model, full), log=quiet)
+
+    # the kept set of iteration 1 is what the filter picks from the iteration's training games
+    state = json.loads((full / "checkpoint-2/trainer_state.json").read_text())
+    first = state["log"][0]
+    games = [
+        t for t in read_traces(full / "traces/iteration-1.jsonl") if t.meta["phase"] == "train"
+    ]
+    assert len(games) == 6
+    kept = kept_seats(games, lam=0.0)
+    assert 0 < first["kept"] == len(kept) < first["seats"] == 12
+    assert first["rows"] == len(kept) and first["sft_steps"] == -(-len(kept) // 2)  # batch 2
+    assert first["trained_tokens"] > 0 and first["sft_loss"] > 0
+    assert [e["step"] for e in state["evals"]] == [0, 1, 2]
+    assert (full / "curves.png").stat().st_size > 0
+    assert (full / "iterations.md").read_text().count("\n") == 2 + 3
+    assert json.loads((full / "best.json").read_text())["metric"] == "selfplay_score"
+    trained = adapter(full / "checkpoint-1")
+    assert any(v.abs().sum() > 0 for k, v in trained.items() if "lora_B" in k), "SFT moved"
+
+    # killed in iteration 2's SFT (its games finished and were written), then run again
+    resumed = tmp_path / "resumed"
+    train_selfplay(tiny_settings(tiny_model, resumed, iterations=1), log=quiet)
+    real_fine_tune = selfplay.fine_tune
+
+    def killed(policy, tokenizer, rows, args, iteration):
+        if iteration == 2:
+            raise KeyboardInterrupt
+        return real_fine_tune(policy, tokenizer, rows, args, iteration)
+
+    monkeypatch.setattr(selfplay, "fine_tune", killed)
+    with pytest.raises(KeyboardInterrupt):
+        train_selfplay(tiny_settings(tiny_model, resumed), log=quiet)
+    assert not (resumed / "checkpoint-2").exists()
+    monkeypatch.setattr(selfplay, "fine_tune", real_fine_tune)
+    lines = []
+    train_selfplay(tiny_settings(tiny_model, resumed), log=lines.append)
+    assert lines[0] == f"resuming {resumed} after iteration 1"
+
+    a, b = adapter(full / "checkpoint-2"), adapter(resumed / "checkpoint-2")
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+    assert not all(torch.equal(a[k], trained[k]) for k in a), "iteration 2 trained too"
+    assert rows_without_timings(full / "checkpoint-2/trainer_state.json") == rows_without_timings(
+        resumed / "checkpoint-2/trainer_state.json"
+    )
+    full_games = read_traces(full / "traces/iteration-2.jsonl")
+    resumed_games = read_traces(resumed / "traces/iteration-2.jsonl")
+    assert [t.decisions[-1].text for t in full_games] == [
+        t.decisions[-1].text for t in resumed_games
+    ]
+
+
+@pytest.mark.slow
+def test_early_stopping_ends_the_run_and_a_rerun_does_not_continue(tiny_model, tmp_path):
+    # a random LM never reaches an agreement: every iteration scores 0, none beats iteration 0
+    out = tmp_path / "run"
+    args = tiny_settings(tiny_model, out, iterations=5, games=2, eval_games=1, patience=1)
+    lines = []
+    train_selfplay(args, log=lines.append)
+    assert any(line.startswith("stopping early") for line in lines)
+    assert any(line.startswith("iteration 1: no game above the mean") for line in lines)
+    manifest = json.loads((out / "run.json").read_text())
+    assert (manifest["status"], manifest["iterations"]) == ("stopped_early", 1)
+    lines.clear()
+    train_selfplay(args, log=lines.append)
+    assert lines[:2] == [f"resuming {out} after iteration 1", lines[1]]
+    assert lines[1].startswith("stopping early") and not (out / "checkpoint-2").exists()
+    with pytest.raises(ConfigError):
+        train_selfplay(dataclasses.replace(args, games=3), log=lines.append)
