@@ -140,3 +140,30 @@ def test_meta_strategy_plot_shows_a_run_of_one_iteration(tmp_path):
     image = matplotlib.image.imread(plot_meta_strategies(result, tmp_path / "m.png"))[..., :3]
     coloured = (image.max(axis=-1) - image.min(axis=-1)) > 0.3  # saturated: bars, legend
     assert coloured.mean() > 0.1
+
+
+def test_meta_strategy_plot_colours_a_name_alike_in_both_seats(tmp_path, monkeypatch):
+    # regression: each panel coloured its own population in order, under one seat's legend,
+    # so seat 0's "Monday" took the colour that the legend gave seat 1's "Thursday"
+    import matplotlib.pyplot as plt
+
+    from stratagem.solvers.psro import Iteration, PSROResult, plot_meta_strategies
+
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    it = Iteration(
+        iteration=2,
+        populations=(("any", "Monday"), ("any", "Thursday")),
+        meta_strategy=({"any": 0.5, "Monday": 0.5}, {"any": 0.0, "Thursday": 1.0}),
+        values=(0.0, 0.0),
+        responses=("Monday", "Thursday"),
+        gains=(0.0, 0.0),
+    )
+    zeros = ((0.0, 0.0), (0.0, 0.0))
+    plot_meta_strategies(
+        PSROResult("replicator", (it,), "closed", it.populations, zeros, zeros), tmp_path / "m.png"
+    )
+    seat0, seat1 = ({tuple(p.get_facecolor()) for p in ax.patches} for ax in figures[0].axes[:2])
+    assert len(seat0) == len(seat1) == 2 and len(seat0 & seat1) == 1  # "any" alone shared
+    legend = figures[0].axes[1].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["any", "Monday", "Thursday"]

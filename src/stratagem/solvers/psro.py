@@ -343,8 +343,8 @@ def psro(
 
 def plot_meta_strategies(result: PSROResult, path: Path, title: str = "") -> Path:
     """Draws each seat's meta-strategy per iteration as stacked bars into ``path`` (PNG): one
-    bar per iteration, one colour per strategy (so a run that stops after one iteration still
-    shows its meta-strategy)."""
+    bar per iteration, one colour per strategy name in both panels and one legend of every
+    name (so a run that stops after one iteration still shows its meta-strategy)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -352,6 +352,11 @@ def plot_meta_strategies(result: PSROResult, path: Path, title: str = "") -> Pat
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
     xs = np.array([it.iteration for it in result.iterations])
+    everyone = list(
+        dict.fromkeys(n for it in result.iterations for pop in it.populations for n in pop)
+    )
+    palette = plt.get_cmap("tab20" if len(everyone) > 10 else "tab10")
+    colour = {n: palette(i % palette.N) for i, n in enumerate(everyone)}  # one per name
     for seat, ax in enumerate(axes):
         names = list(dict.fromkeys(n for it in result.iterations for n in it.populations[seat]))
         mass = np.array(
@@ -359,7 +364,7 @@ def plot_meta_strategies(result: PSROResult, path: Path, title: str = "") -> Pat
         )
         bottom = np.zeros(len(xs))
         for name, row in zip(names, mass, strict=True):
-            ax.bar(xs, row, bottom=bottom, width=0.8, label=name, alpha=0.85)
+            ax.bar(xs, row, bottom=bottom, width=0.8, color=colour[name], alpha=0.85)
             bottom += row
         ax.set_xlabel("PSRO iteration")
         ax.set_title(f"seat {seat}")
@@ -367,7 +372,8 @@ def plot_meta_strategies(result: PSROResult, path: Path, title: str = "") -> Pat
         ax.set_xlim(xs[0] - 0.6, xs[-1] + 0.6)
         ax.set_ylim(0, 1)
     axes[0].set_ylabel("meta-strategy mass")
-    axes[1].legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colour[n], alpha=0.85) for n in everyone]
+    axes[1].legend(handles, everyone, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
     fig.suptitle(title or f"PSRO meta-strategy ({result.meta_solver}, {result.stopped})")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
