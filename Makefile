@@ -9,6 +9,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup run test test-fast bench golden lint
 
+# torch's exact CPU pin lives here, not in pyproject.toml: the package asks for a range so that
+# `pip install 'stratagem[vllm]'` can take the CUDA torch vLLM pins; the dev extra brings ray
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
