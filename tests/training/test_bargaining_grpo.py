@@ -418,3 +418,63 @@ def test_checkpoints_are_scored_best_kept_and_stages_written(
     labels = [line.split(" | ")[0] for line in (out / "stages.md").read_text().splitlines()[2:]]
     assert labels == ["| Base"] * 2 + ["| RL (best, step 1)"] * 2 + ["| RL (last, step 2)"] * 2
     assert (out / "curve.png").exists()
+
+
+@pytest.mark.slow
+def test_starting_from_an_adapter_evaluates_base_and_sft_on_the_tiny_lm(
+    bargaining_args, tiny_model, tmp_path
+):
+    """A real tournament slice of the greedy tiny LM (no deal: it writes no tool call) for the
+    base model and the SFT policy; stages.md holds both before any RL step."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(1)
+    sft = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(tiny_model),
+        LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False),
+    )
+    sft.save_pretrained(tmp_path / "sft")
+    out = tmp_path / "run"
+    args = bargaining_args(out, adapter=str(tmp_path / "sft"), steps=0, eval_gft=1, eval_ngft=1)
+    bg.train_bargaining(args, log=lambda _: None)
+    base = json.loads((out / bg.BASE_EVAL).read_text())
+    assert base["seller/deal_rate"] == {"value": 0.0, "stderr": 0.0, "n": 1}
+    assert base["buyer/ngft_violation"]["n"] == 1 and base["score"]["value"] == 0.0
+    stages = (out / "stages.md").read_text().splitlines()
+    assert [line.split(" | ")[:2] for line in stages[2:]] == [
+        ["| Base", "seller"],
+        ["| Base", "buyer"],
+        ["| SFT", "seller"],
+        ["| SFT", "buyer"],
+    ]
+    assert stages[2].endswith("| 0.0 ± 0.0 | – | 0.0 ± 0.0 | 0.0 ± 0.0 | 0.0 ± 0.0 |")
+
+
+def test_the_command_takes_every_field_as_an_option_and_refuses_bad_values_in_one_line(tmp_path):
+    import dataclasses
+    import subprocess
+    import sys
+
+    from stratagem.cli import train as cli
+
+    docs = cli.field_docs(BargainingArgs)
+    names = [f.name for f in dataclasses.fields(BargainingArgs)]
+    assert set(docs) == set(names) and all(docs.values())
+    chosen = cli.settings(BargainingArgs, {"eval_opponents": "Boulware,Linear"}, None)
+    assert cli.build(BargainingArgs, {k: v[0] for k, v in chosen.items()}).eval_opponents == [
+        "Boulware",
+        "Linear",
+    ]
+    cmd = [sys.executable, "-m", "stratagem.cli.main", "train", "bargaining"]
+    for flags, message in (
+        (["--rollouts", "1"], "--rollouts must be at least 2 (GRPO compares rollouts), got 1"),
+        (["--opponent", "Bulware"], "did you mean 'Boulware'?"),
+        (["--scale", "grup"], "did you mean 'group'?"),
+    ):
+        r = subprocess.run(
+            [*cmd, *flags, "--out", str(tmp_path / "run")], capture_output=True, text=True
+        )
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "run").exists()
