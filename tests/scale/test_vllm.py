@@ -33,6 +33,7 @@ class FakeSamplingParams:
     seed: int | None = None
     skip_special_tokens: bool = True
     prompt_logprobs: int | None = None
+    logprobs: int | None = None
 
 
 @dataclass(frozen=True)

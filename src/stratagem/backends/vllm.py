@@ -25,21 +25,42 @@ How it maps the backend contract, and where it departs from ``hf``:
   gives a new adapter id so a trainer's updated weights are loaded afresh. Stacked adapters
   (``a,b``) must be merged first.
 - Prefix caching is on (``enable_prefix_caching``); ``reset_prefix_cache`` after weight updates.
+- A trainer's rollouts (``TrainerVLLMBackend``): transformers keeps the policy and computes the
+  gradients; the engine serves the base weights (with the SFT adapter merged, written once) and
+  the policy's LoRA, saved and reloaded under a new id whenever the trainer's weights change.
+  Each generation then carries the prompt and answer token ids and the sampled tokens'
+  log-probabilities at the sampling temperature (``logprobs_mode="processed_logprobs"``), and a
+  seat's next prompt continues from the exact ids it was given and sampled, as ``hf`` does.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from stratagem.backends.base import Chat, Generation, Sampling, StopCheck
 from stratagem.backends.embedded import EMBEDDED, EMBEDDED_NAME
+from stratagem.backends.hf import _Chains
 from stratagem.errors import ConfigError, StratagemError
 
-__all__ = ["VLLMApi", "VLLMBackend", "first_stop", "trie_probs", "vllm_api"]
+__all__ = [
+    "TrainerVLLMBackend",
+    "VLLMApi",
+    "VLLMBackend",
+    "first_stop",
+    "trie_probs",
+    "vllm_api",
+    "vllm_unavailable",
+    "write_base",
+]
+
+LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)  # the max_lora_rank values vLLM accepts
 
 
 @dataclass(frozen=True)
@@ -67,6 +88,18 @@ def vllm_api() -> VLLMApi:
     return VLLMApi(LLM, SamplingParams, LoRARequest)
 
 
+def vllm_unavailable() -> str | None:
+    """Returns why the vLLM backend cannot run on this machine (not installed, no CUDA GPU), or
+    None when it can; imports neither vLLM nor, when vLLM is missing, torch."""
+    if importlib.util.find_spec("vllm") is None:
+        return "vLLM is not installed: pip install 'stratagem[vllm]' (on a machine with a GPU)"
+    import torch
+
+    if not torch.cuda.is_available():
+        return "vLLM needs a CUDA GPU and torch sees none"
+    return None
+
+
 class VLLMBackend:
     """An in-process vLLM engine as a ``Backend`` (SPEC §4.2), optionally with a LoRA adapter.
 
@@ -77,6 +110,7 @@ class VLLMBackend:
         dtype: vLLM's ``dtype`` (``auto``, ``bfloat16``, ``float16``, ``float32``).
         seed: The engine's seed (per-request seeds override it for sampling).
         max_lora_rank: The largest adapter rank the engine reserves room for.
+        enable_lora: Whether the engine takes LoRA adapters; default: when ``adapter`` is given.
         gpu_memory_utilization: Share of GPU memory vLLM may take (weights + KV cache).
         engine: An already built engine (a trainer's, or a test's fake); ``None`` builds one.
         api: The vLLM names to use (tests pass fakes); default ``vllm_api()``.
@@ -92,6 +126,7 @@ class VLLMBackend:
         dtype: str = "auto",
         seed: int = 0,
         max_lora_rank: int = 64,
+        enable_lora: bool | None = None,
         gpu_memory_utilization: float = 0.9,
         engine: Any = None,
         api: VLLMApi | None = None,
@@ -117,7 +152,7 @@ class VLLMBackend:
                 dtype=dtype,
                 seed=seed,
                 enable_prefix_caching=True,
-                enable_lora=bool(adapter),
+                enable_lora=bool(adapter) if enable_lora is None else enable_lora,
                 max_lora_rank=max_lora_rank,
                 gpu_memory_utilization=gpu_memory_utilization,
                 **engine_args,
@@ -125,6 +160,7 @@ class VLLMBackend:
         self.engine = engine
         self.tokenizer = engine.get_tokenizer()
         self.return_ids = False  # trainers need the exact token ids of prompts and answers
+        self._chains: _Chains | None = None  # token-level chat continuation (trainers only)
         self._lora_id = 0
         self.lora: Any = None
         if adapter:
@@ -142,8 +178,11 @@ class VLLMBackend:
         self.lora = self.api.LoRARequest(f"adapter-{self._lora_id}", self._lora_id, path)
 
     def reset_prefix_cache(self) -> None:
-        """Forget the engine's cached prompt KV (after the weights change)."""
+        """Forget the engine's cached prompt KV (after the weights change), and the token ids of
+        earlier turns (a new policy's chats start afresh)."""
         self.engine.reset_prefix_cache()
+        if self._chains is not None:
+            self._chains.clear()
 
     def render(self, chat: Chat) -> str:
         """Returns the prompt text of ``chat``: the chat template with the generation prompt."""
@@ -151,19 +190,37 @@ class VLLMBackend:
             [dict(m) for m in chat], tokenize=False, add_generation_prompt=True
         )
 
-    def prompt_ids(self, chat: Chat) -> list[int]:
-        """Returns the token ids of ``chat``'s prompt (what the engine is given)."""
-        return list(self.tokenizer(self.render(chat), add_special_tokens=False).input_ids)
+    def prompt_ids(self, chat: Chat, prompt: str | None = None) -> list[int]:
+        """Returns the token ids of ``chat``'s prompt (what the engine is given).
+
+        With chained ids (trainers), a chat that continues one this backend answered starts with
+        that chat's exact prompt and answer ids and only the new turn is tokenized, so the model
+        is conditioned on the tokens it sampled (and a trainer reads each episode as one
+        sequence), not on a re-tokenization of their text.
+        """
+        prompt = self.render(chat) if prompt is None else prompt
+        if self._chains is not None:
+            before = self._chains.continued(chat, prompt, self.render)
+            if before is not None:
+                known, text = before
+                rest = self.tokenizer(prompt[len(text) :], add_special_tokens=False).input_ids
+                return known + list(rest)
+        return list(self.tokenizer(prompt, add_special_tokens=False).input_ids)
 
     def sampling_params(self, sampling: Sampling, seed: int | None) -> Any:
         """Returns vLLM ``SamplingParams`` for one request: greedy at temperature 0, else seeded
-        with the decision seed."""
+        with the decision seed (and, for a trainer, asking for the sampled tokens'
+        log-probabilities)."""
+        kwargs: dict[str, Any] = {}
+        if self.return_ids and not sampling.greedy:
+            kwargs["logprobs"] = 0  # the sampled token's only
         return self.api.SamplingParams(
             temperature=0.0 if sampling.greedy else sampling.temperature,
             top_p=1.0 if sampling.greedy else sampling.top_p,
             max_tokens=sampling.max_new_tokens,
             seed=None if sampling.greedy or seed is None else int(seed) % (2**63),
             skip_special_tokens=True,
+            **kwargs,
         )
 
     def generate(
@@ -179,7 +236,8 @@ class VLLMBackend:
         if not chats:
             return []
         start = time.perf_counter()
-        prompts = [self.prompt_ids(c) for c in chats]
+        texts = [self.render(c) for c in chats]
+        prompts = [self.prompt_ids(c, t) for c, t in zip(chats, texts, strict=True)]
         params = [
             self.sampling_params(sampling, seeds[i] if seeds is not None else None)
             for i in range(len(chats))
@@ -194,14 +252,17 @@ class VLLMBackend:
         gens = []
         for i, (out, prompt) in enumerate(zip(outs, prompts, strict=True)):
             check = stop[i] if stop is not None else None
-            gens.append(self._generation(out, prompt, check, seconds))
+            gen = self._generation(out, prompt, check, seconds)
+            if self._chains is not None:
+                self._chains.add(texts[i], gen.text, prompt + gen.info["token_ids"])
+            gens.append(gen)
         return gens
 
     def _generation(
         self, out: Any, prompt: list[int], check: StopCheck | None, seconds: float
     ) -> Generation:
         completion = out.outputs[0]
-        ids = list(completion.token_ids)
+        ids = self._strip_stop(list(completion.token_ids))
         text = completion.text
         finish = {"length": "length", "abort": "error"}.get(completion.finish_reason, "stop")
         if check is not None:
@@ -209,6 +270,14 @@ class VLLMBackend:
             if cut is not None:
                 ids, text, finish = ids[:cut], self._decode(ids[:cut]), "action"
         cached = getattr(out, "num_cached_tokens", None) or 0
+        info: dict[str, Any] = {}
+        if self.return_ids:
+            info = {"prompt_ids": prompt, "token_ids": ids}
+            if getattr(completion, "logprobs", None):
+                info["token_logprobs"] = [
+                    float(getattr(entry[t], "logprob", entry[t]))
+                    for entry, t in zip(completion.logprobs, ids, strict=False)
+                ]
         return Generation(
             text=text,
             tokens=len(ids),
@@ -216,8 +285,20 @@ class VLLMBackend:
             prefill_tokens=len(prompt) - cached,
             finish_reason=finish,  # type: ignore[arg-type]
             seconds=seconds,
-            info={"prompt_ids": prompt, "token_ids": ids} if self.return_ids else {},
+            info=info,
         )
+
+    def _strip_stop(self, ids: list[int]) -> list[int]:
+        """Generated ids up to (not including) the first end-of-sequence or pad token, which
+        vLLM returns among the ids (as ``hf`` strips them)."""
+        stop = {
+            getattr(self.tokenizer, "eos_token_id", None),
+            getattr(self.tokenizer, "pad_token_id", None),
+        } - {None}
+        for i, t in enumerate(ids):
+            if t in stop:
+                return ids[:i]
+        return ids
 
     def _decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
@@ -255,6 +336,105 @@ class VLLMBackend:
             probs = trie_probs(ids, logprob)
             result.append(dict(zip(cs, probs, strict=True)))
         return result
+
+
+class TrainerVLLMBackend(VLLMBackend):
+    """A vLLM engine that samples a trainer's PEFT policy (SEPO's ``--rollout-engine vllm``).
+
+    The trainer keeps the policy in transformers and computes the gradients there; this engine
+    only samples. It serves ``model`` (a hub id or folder; ``None``: the policy's own frozen base
+    weights, written once to ``folder/base`` by ``write_base``, which is how an SFT adapter
+    merged into the base reaches vLLM) and applies the policy's LoRA adapter to every request.
+    ``sync`` saves that adapter to ``folder/adapters/adapter-N`` and loads it under the new id
+    N; ``reset_prefix_cache``, which a trainer calls whenever its weights change, syncs first.
+
+    Generations carry ``prompt_ids``, ``token_ids`` and ``token_logprobs``: the log-probability
+    of each sampled token at the sampling temperature (the engine's ``logprobs_mode`` is
+    ``processed_logprobs``; with ``top_p < 1`` vLLM's would be those of the truncated
+    distribution, while ``hf`` records the untruncated ones). On a GPU both engines run bf16, so
+    these rollout-time log-probs differ from the trainer's by the engines' numerical mismatch.
+
+    Args:
+        policy: The trainer's PEFT model (its active adapter is what ``sync`` saves).
+        tokenizer: The policy's tokenizer (written beside the base weights).
+        folder: Where the base weights and the adapters go (inside the run folder).
+        model: What the engine serves; ``None`` writes the policy's base weights.
+        model_id: The backend's name in traces.
+        lora_rank: The policy's LoRA rank (the engine reserves the next rank vLLM accepts).
+        gpu_memory_utilization: vLLM's share of the GPU; the transformers policy, its
+            optimiser and activations live in the rest.
+        api, engine, **engine_args: As for ``VLLMBackend``.
+    """
+
+    def __init__(
+        self,
+        policy: Any,
+        tokenizer: Any,
+        folder: Path,
+        *,
+        model: str | None = None,
+        model_id: str | None = None,
+        lora_rank: int = 16,
+        seed: int = 0,
+        gpu_memory_utilization: float = 0.3,
+        api: VLLMApi | None = None,
+        engine: Any = None,
+        **engine_args: Any,
+    ):
+        rank = next((r for r in LORA_RANKS if r >= lora_rank), None)
+        if rank is None:
+            raise ConfigError(f"vLLM serves LoRA ranks up to {LORA_RANKS[-1]}, not {lora_rank}")
+        self.policy = policy
+        self.folder = Path(folder)
+        shutil.rmtree(self.folder / "adapters", ignore_errors=True)  # an earlier process's
+        if model is None:
+            model = str(self.folder / "base")
+            write_base(policy, tokenizer, model)
+        super().__init__(
+            model,
+            seed=seed,
+            max_lora_rank=rank,
+            enable_lora=True,
+            gpu_memory_utilization=gpu_memory_utilization,
+            engine=engine,
+            api=api,
+            logprobs_mode="processed_logprobs",
+            **engine_args,
+        )
+        self.model_id = model_id or self.model_id
+        self.return_ids = True
+        self._chains = _Chains()
+        self.sync()
+
+    def sync(self) -> None:
+        """Save the policy's current adapter to a fresh folder and use it from the next request
+        on (the engine loads it under a new id); keep only the previous adapter's folder."""
+        path = self.folder / "adapters" / f"adapter-{self._lora_id + 1}"
+        self.policy.save_pretrained(str(path))
+        self.load_adapter(str(path))
+        shutil.rmtree(self.folder / "adapters" / f"adapter-{self._lora_id - 2}", ignore_errors=True)
+
+    def reset_prefix_cache(self) -> None:
+        """The trainer's weights changed: ``sync``, then forget cached prompts and chats."""
+        self.sync()
+        super().reset_prefix_cache()
+
+
+def write_base(policy: Any, tokenizer: Any, path: str | Path) -> None:
+    """Write a PEFT ``policy``'s frozen base weights (its LoRA layers left out, so any adapter
+    merged into the base stays merged) and ``tokenizer`` as a transformers model folder.
+
+    Naive equivalent: load the base model, merge the SFT adapter, ``save_pretrained``; the tests
+    check both give the same logits.
+    """
+    base = policy.get_base_model()
+    state = {
+        name.replace(".base_layer.", "."): tensor
+        for name, tensor in base.state_dict().items()
+        if ".lora_" not in name
+    }
+    base.save_pretrained(str(path), state_dict=state)
+    tokenizer.save_pretrained(str(path))
 
 
 def first_stop(

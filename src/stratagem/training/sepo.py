@@ -142,6 +142,10 @@ class SEPOArgs:
     packing: bool = True
     """One sequence per episode (every token read once); off: one per decision (the naive form,
     for comparison)."""
+    rollout_engine: Literal["hf", "vllm"] = "hf"
+    """What samples the rollouts: hf (the policy itself, in transformers) or vllm (a vLLM engine
+    on a GPU serving the base weights, SFT adapter merged, plus SEPO's LoRA, saved under
+    out/rollout and reloaded after each step); transformers computes the gradients either way."""
 
     def check(self) -> None:
         """Refuse, before any model loads, what SEPO cannot train or would silently misread.
@@ -176,6 +180,11 @@ class SEPOArgs:
         for folder in (self.adapter or "").split(","):
             if folder and not Path(folder).is_dir():
                 raise ConfigError(f"--adapter {folder}: no such adapter folder")
+        if self.rollout_engine == "vllm":
+            from stratagem.backends.vllm import vllm_unavailable
+
+            if (reason := vllm_unavailable()) is not None:
+                raise ConfigError(f"--rollout-engine vllm: {reason}")
 
     def resolved(self) -> SEPOArgs:
         """Returns these args with unset per-game defaults filled from the game's
@@ -305,6 +314,34 @@ def rollout_specs(agent: Agent, game: Game, args: SEPOArgs, step: int) -> list[E
                     aux_seed = derive(args.seed, "sepo-aux", step, name, other)
                     specs.append(spec(f"{step}/{name}/aux/{other}", aux_seed, other, meta))
     return specs
+
+
+def rollout_agent(policy, tokenizer, game: Game, args: SEPOArgs) -> LLMAgent:
+    """The agent that plays the rollouts, sampling at ``args.temperature``: the policy through
+    transformers (``hf``), or through a vLLM engine (``vllm``, ``TrainerVLLMBackend``: the base
+    weights with the SFT adapter merged are written once to ``out/rollout/base``, and the
+    policy's LoRA is saved and reloaded whenever the loop calls ``reset_prefix_cache``, i.e.
+    after each step)."""
+    model_id = f"sepo:{args.model}"
+    if args.rollout_engine == "vllm":
+        from stratagem.backends.vllm import TrainerVLLMBackend
+
+        served = None  # the policy's base as written by the backend: the SFT adapter merged
+        if not args.adapter:
+            served = str(embedded_dir()) if args.model == EMBEDDED else args.model
+        backend: Any = TrainerVLLMBackend(
+            policy,
+            tokenizer,
+            args.out / "rollout",
+            model=served,
+            model_id=model_id,
+            lora_rank=args.lora_rank,
+            seed=args.seed,
+        )
+    else:
+        backend = HFBackend.from_model(policy, tokenizer, model_id=model_id, prefix_reuse=True)
+    sampling = Sampling(args.temperature, 1.0, args.max_new_tokens)
+    return LLMAgent(backend, game, sampling, fallback="sample")
 
 
 def rollout(agent: LLMAgent, args: SEPOArgs, step: int) -> list[Trace]:
@@ -583,11 +620,8 @@ def train_sepo(args: SEPOArgs, log=print) -> Path:
         if state.step:
             log(f"resuming {args.out} from checkpoint-{state.step}")
         policy.eval()
-        backend = HFBackend.from_model(
-            policy, tokenizer, model_id=f"sepo:{args.model}", prefix_reuse=True
-        )
-        sampling = Sampling(args.temperature, 1.0, args.max_new_tokens)
-        agent = LLMAgent(backend, game, sampling, fallback="sample")
+        agent = rollout_agent(policy, tokenizer, game, args)
+        backend = agent.backend
         if state.step == 0 and args.eval_episodes and not state.evals:
             # the starting policy (base or SFT) on the same footing as every later checkpoint
             checkpoint(ckpt, state, policy, optimizer, tokenizer, game, args, log)
