@@ -70,3 +70,26 @@ def test_loss_covers_every_assistant_turn_and_nothing_else():
     assert spans == [f"{a}<|im_end|>\n" for a in answers]  # each answer and its end of turn
     short = tokenize_chat(tokenizer, chat.messages, max_length=100)
     assert len(short["input_ids"]) == len(short["labels"]) == 100
+
+
+def test_a_turn_row_trains_its_completion_only():
+    from transformers import AutoTokenizer
+
+    from stratagem.backends.embedded import embedded_dir
+    from stratagem.training.sft import IGNORE, tokenize_chat
+    from stratagem.training.sft_data import game_chats
+
+    tokenizer = AutoTokenizer.from_pretrained(embedded_dir())
+    chat = next(game_chats("ipd", 8))
+    rows = chat.turn_rows()
+    last = rows[2]
+    messages = last["prompt"] + last["completion"]
+    every = tokenize_chat(tokenizer, messages, max_length=4096)
+    only = tokenize_chat(tokenizer, messages, max_length=4096, targets="last")
+    assert only["input_ids"] == every["input_ids"]
+    trained = [
+        t for t, label in zip(only["input_ids"], only["labels"], strict=True) if label != IGNORE
+    ]
+    assert tokenizer.decode(trained).startswith(last["completion"][0]["content"])
+    # the earlier answers in the prompt are targets of the whole chat, not of the turn row
+    assert sum(x != IGNORE for x in every["labels"]) > sum(x != IGNORE for x in only["labels"])

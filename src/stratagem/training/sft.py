@@ -77,9 +77,12 @@ class SFTArgs:
 IGNORE = -100  # the label of a token outside the loss
 
 
-def tokenize_chat(tokenizer, messages: list[dict[str, str]], max_length: int) -> dict:
+def tokenize_chat(
+    tokenizer, messages: list[dict[str, str]], max_length: int, *, targets: str = "all"
+) -> dict:
     """``input_ids`` and ``labels`` of a chat: labels are the ids on every assistant turn (its
-    text and the end-of-turn tokens the template closes it with) and ``IGNORE`` elsewhere.
+    text and the end-of-turn tokens the template closes it with) and ``IGNORE`` elsewhere;
+    ``targets="last"`` labels only the final turn (a prompt/completion row from ``--turns``).
 
     Turn k's text is the difference between the template rendered up to turn k and up to turn
     k − 1 (with the generation prompt before an assistant turn), tokenized on its own.
@@ -103,7 +106,8 @@ def tokenize_chat(tokenizer, messages: list[dict[str, str]], max_length: int) ->
             raise ValueError("the chat template rewrites earlier turns; cannot mask per turn")
         part = tokenizer(text[len(done) :], add_special_tokens=False).input_ids
         ids += part
-        labels += part if message["role"] == "assistant" else [IGNORE] * len(part)
+        trained = message["role"] == "assistant" and (targets == "all" or k == len(messages) - 1)
+        labels += part if trained else [IGNORE] * len(part)
         done = text
     return {"input_ids": ids[:max_length], "labels": labels[:max_length]}
 
@@ -135,7 +139,11 @@ def train_sft(args: SFTArgs, resume: bool = True) -> Path:
             raise ConfigError(f"{args.data} holds no rows of {', '.join(args.games)}")
 
     def tokenized(row: dict) -> dict:
-        return tokenize_chat(tokenizer, row["messages"], args.max_length)
+        if row.get("messages"):  # a whole chat: every assistant turn is a target
+            return tokenize_chat(tokenizer, row["messages"], args.max_length)
+        # a prompt/completion row (gen-sft --turns): only the completion is a target
+        messages = row["prompt"] + row["completion"]
+        return tokenize_chat(tokenizer, messages, args.max_length, targets="last")
 
     keep = ["input_ids", "labels"]
     train = data["train"].map(tokenized).select_columns(keep)
