@@ -150,6 +150,34 @@ def test_loss_is_on_the_seats_accepted_answers_only():
     assert cut == {"input_ids": ids[:50], "labels": labels[:50]}
 
 
+def test_self_play_is_one_batched_call_per_tick_and_a_rerun_reads_the_games_back(tmp_path):
+    from stratagem.agents.llm import LLMAgent
+    from stratagem.backends.scripted import ScriptedBackend
+
+    game = get_game("dond")
+    backend = ScriptedBackend(lambda chat: "hello")  # refused every time: 5 in a row abort
+    agent = LLMAgent(backend, game)
+    args = SelfPlayArgs(games=3, eval_games=4)
+    specs = selfplay.game_specs("train", agent, agent, args, iteration=1)
+    path = tmp_path / "iteration-1.jsonl"
+    traces = selfplay.play_games(game, specs, path, "key", max_live=3)
+    assert backend.calls == [3] * 5  # both seats are one agent: each tick, one call for all
+    assert [t.episode_id for t in traces] == ["key/1/train/0", "key/1/train/1", "key/1/train/2"]
+    assert all(t.rounds[-1].info["aborted"] for t in traces)
+    assert selfplay.play_games(game, specs, path, "key", max_live=3) == traces
+    assert backend.calls == [3] * 5  # nothing played again
+
+    opponent = get_strategy("dond", "FairSplit")
+    fixed = selfplay.game_specs("fixed", agent, opponent, args, iteration=2)
+    assert [s.agents.index(agent) for s in fixed] == [s.meta["seat"] for s in fixed] == [0, 1, 0, 1]
+    later = selfplay.game_specs("fixed", agent, opponent, args, iteration=3)
+    assert [s.seed for s in fixed] == [s.seed for s in later]  # the same contexts each iteration
+    train_seeds = {s.seed for s in specs} | {
+        s.seed for s in selfplay.game_specs("train", agent, agent, args, iteration=2)
+    }
+    assert len(train_seeds) == 6  # fresh games every iteration
+
+
 def test_label_runs():
     assert label_runs([IGNORE, 5, 6, IGNORE, IGNORE, 7]) == [(1, 3), (5, 6)]
     assert label_runs([IGNORE, IGNORE]) == []
@@ -272,12 +300,14 @@ def test_one_iteration_end_to_end_and_resume_equals_uninterrupted(
     # the kept set of iteration 1 is what the filter picks from the iteration's training games
     state = json.loads((full / "checkpoint-2/trainer_state.json").read_text())
     first = state["log"][0]
-    games = [
-        t for t in read_traces(full / "traces/iteration-1.jsonl") if t.meta["phase"] == "train"
-    ]
+    written = read_traces(full / "traces/iteration-1.jsonl")  # in the order the games ended
+    games = [t for t in written if t.meta["phase"] == "train"]
+    games.sort(key=lambda t: t.meta["index"])
     assert len(games) == 6
     kept = kept_seats(games, lam=0.0)
     assert 0 < first["kept"] == len(kept) < first["seats"] == 12
+    listed = json.loads((full / "traces/kept-1.json").read_text())
+    assert listed == [[t.episode_id, seat] for t, seat in kept]
     assert first["rows"] == len(kept) and first["sft_steps"] == -(-len(kept) // 2)  # batch 2
     assert first["trained_tokens"] > 0 and first["sft_loss"] > 0
     assert [e["step"] for e in state["evals"]] == [0, 1, 2]

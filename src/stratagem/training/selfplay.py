@@ -26,7 +26,8 @@ each iteration n = 1 … N:
 Resume is at iteration boundaries: ``checkpoint-N`` holds the adapter after iteration N and the
 state, and a killed run restarts from the newest one. The games a killed iteration had finished
 are read back from its trace file (``traces/iteration-N.jsonl``) instead of played again; they
-are the games it would play (per-decision seeds). Iteration n's SFT is seeded by (seed, n), so a
+are the games it would play (per-decision seeds). ``traces/kept-N.json`` lists the kept
+(episode id, seat) pairs of iteration N. Iteration n's SFT is seeded by (seed, n), so a
 resumed run trains exactly as an uninterrupted one.
 
 Departures from the paper, on purpose:
@@ -446,6 +447,7 @@ def write_reports(out: Path, state: TrainerState, opponent: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     iterations = [e["step"] for e in state.evals]
     fig, axes = plt.subplots(1, len(CURVES), figsize=(4 * len(CURVES), 3.6))
@@ -462,6 +464,7 @@ def write_reports(out: Path, state: TrainerState, opponent: str) -> None:
             )
         ax.set_title(title)
         ax.set_xlabel("iteration")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].legend()
     fig.tight_layout()
     fig.savefig(out / "curves.png", dpi=110)
@@ -532,6 +535,7 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
             return play_games(game, specs, path, ckpt.run.key, args.max_live)
 
         def evaluate(iteration: int) -> None:
+            log(f"iteration {iteration}: evaluating ({args.eval_games} games per opponent)")
             start = time.perf_counter()
             agent = selfplay_agent(policy, tokenizer, game, args, iteration)
             row = evaluation_row(
@@ -555,12 +559,15 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
                 )
                 status = "stopped_early"
                 break
+            log(f"iteration {iteration}: {args.games} self-play games")
             start = time.perf_counter()
             agent = selfplay_agent(policy, tokenizer, game, args, iteration - 1)
             traces = games("train", agent, iteration)
             played = time.perf_counter()
             finished = complete(traces)
             kept = kept_seats(traces, args.lam)
+            kept_ids = [[t.episode_id, seat] for t, seat in kept]
+            (folder / f"kept-{iteration}.json").write_text(json.dumps(kept_ids) + "\n")
             rows = sft_rows(tokenizer, kept, args.max_length)
             entry: dict[str, Any] = {
                 "iteration": iteration,
