@@ -1,13 +1,15 @@
 """Scale-out benchmarks: local play vs Ray with 1 and 2 workers: ``python benchmarks/scale.py``.
 
 1. A rule-based bargaining round robin (5 strategies, both roles, 400 GFT + 200 NGFT scenarios:
-   15,000 negotiations) written to a run folder, tables included.
+   15,000 negotiations; ``--gft``/``--ngft`` change them) written to a run folder, tables
+   included.
 2. A SEPO evaluation of the embedded SmolLM2 on Kuhn poker (3 episodes per opponent, 21
    episodes, greedy, 32 new tokens), written to a run folder; each Ray worker loads the model
    once, inside the timed run.
 
 One local Ray cluster of 2 CPUs is started first (its start time is printed apart: a run with
-``--ray`` pays it once) and every Ray run reuses it. Each configuration runs ``--repeats`` times,
+``--ray`` pays it once) and every Ray run reuses it; its workers run at the driver's niceness,
+as those of the cluster ``--ray`` starts do. Each configuration runs ``--repeats`` times,
 interleaved, and the median is reported with the ratio to local and the overhead per episode,
 (Ray time - local time) / episodes. Ray workers run torch on one thread each (Ray sets
 ``OMP_NUM_THREADS`` to the worker's one CPU); the local run uses every core unless
@@ -25,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from stratagem.distributed import RayPlayer
+from stratagem.distributed import WORKER_NICENESS, RayPlayer
 from stratagem.evaluation import count_episodes, evaluate
 from stratagem.games import get_game
 from stratagem.strategies import get_strategy
@@ -90,6 +92,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="smaller runs (a smoke test)")
+    parser.add_argument("--gft", type=int, default=400, help="bargaining GFT scenarios")
+    parser.add_argument("--ngft", type=int, default=200, help="bargaining NGFT scenarios")
     parser.add_argument("--skip-model", action="store_true", help="rule-based only")
     parser.add_argument("--model-episodes", type=int, default=3, help="Kuhn episodes/opponent")
     parser.add_argument(
@@ -104,16 +108,22 @@ def main() -> None:
         import torch
 
         torch.set_num_threads(args.local_threads)  # Ray workers run one thread each
+    begin = time.perf_counter()
     print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
 
     start = time.perf_counter()
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level="WARNING",
+        _system_config={"worker_niceness": WORKER_NICENESS},  # as RayPlayer's local cluster
+    )
     print(f"local Ray cluster (2 CPUs) started in {time.perf_counter() - start:.1f} s")
     print(
         "\n| run | player | episodes | seconds (median) | speed vs local | overhead / episode |"
         "\n| --- | --- | ---: | ---: | ---: | ---: |"
     )
-    run, n, kwargs = bargaining_run(*((40, 20) if args.quick else (400, 200)))
+    run, n, kwargs = bargaining_run(*((40, 20) if args.quick else (args.gft, args.ngft)))
     for row in measure("bargaining round robin", run, n, kwargs, args.repeats):
         print(row, flush=True)
     if not args.skip_model:
@@ -121,7 +131,9 @@ def main() -> None:
         for row in measure("embedded-model Kuhn eval", run, n, kwargs, args.repeats):
             print(row, flush=True)
     ray.shutdown()
-    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+    print(
+        f"load average at end: {os.getloadavg()[0]:.1f}; {time.perf_counter() - begin:.0f} s in all"
+    )
 
 
 if __name__ == "__main__":

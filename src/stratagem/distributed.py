@@ -55,6 +55,9 @@ __all__ = ["MatchSpec", "RayPlayer", "RayWorkerError", "RemoteAgent", "match_spe
 
 LOCAL = "local"  # ``--ray`` without an address: start a Ray cluster on this machine
 MODEL_KINDS = ("hf", "vllm")  # agent kinds that want a GPU per worker when the cluster has GPUs
+# a local cluster's workers run at the driver's priority: Ray's default (niceness +15, so they
+# yield to its own processes) lets any other job on a busy machine starve the run's only players
+WORKER_NICENESS = 0
 
 
 class RayWorkerError(StratagemError):
@@ -335,7 +338,11 @@ class RayPlayer:
         quiet = {"include_dashboard": False, "logging_level": logging.WARNING}
         try:
             if self.address is None:
-                ray.init(num_cpus=self.workers or os.cpu_count() or 1, **quiet)
+                ray.init(
+                    num_cpus=self.workers or os.cpu_count() or 1,
+                    _system_config={"worker_niceness": WORKER_NICENESS},
+                    **quiet,
+                )
             else:
                 ray.init(address=self.address, **quiet)
         except (ConnectionError, ValueError, RuntimeError) as exc:
