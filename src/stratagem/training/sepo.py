@@ -213,6 +213,8 @@ class SEPOArgs:
         d.pop("steps")  # a resumed run may be extended
         d.pop("save_total_limit")  # disk policy, not training
         d["out"] = str(d["out"])
+        if d.get("rollout_engine") == "hf":  # the default: runs made before the option resume
+            d.pop("rollout_engine")
         return d
 
 
