@@ -63,6 +63,7 @@ from stratagem.agent import Agent
 from stratagem.backends.embedded import EMBEDDED
 from stratagem.errors import ConfigError
 from stratagem.game import Game, Seat
+from stratagem.games.dond import DEFAULT_MAX_TURNS
 from stratagem.metrics.dond import accepted, complete, dond_metrics
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
@@ -87,7 +88,7 @@ class SelfPlayArgs:
     """The run folder: checkpoints, traces per iteration, best.json, curves.png, iterations.md."""
     lam: float = 0.0
     """λ of the objective R_i + λ·R_j: 0 semi-competitive, 1 cooperative, -1 zero-sum."""
-    max_turns: int = 20
+    max_turns: int = DEFAULT_MAX_TURNS
     """Accepted turns before messages close and both seats must propose."""
     iterations: int = 10
     """N, the most self-play iterations (a resumed run may be given more)."""
@@ -594,9 +595,12 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
         ckpt.run.finish(status, iterations=state.step)
     if state.best is not None:
         stack = ",".join(filter(None, [state.best.below, str(args.out / state.best.adapter)]))
+        params = f"--param lam={args.lam:g}"
+        if args.max_turns != DEFAULT_MAX_TURNS:
+            params += f" --param max_turns={args.max_turns}"
         log(
             f"best by {state.best.metric}: iteration {state.best.step} (evaluate with: stratagem "
-            f"eval --game dond --param lam={args.lam:g} --agent hf --adapter {stack})"
+            f"eval --game dond {params} --agent hf --adapter {stack})"
         )
     return args.out
 
