@@ -9,10 +9,14 @@ Its nodes (``DialogueNode``) satisfy the ``Node`` protocol, so CFR, best respons
 on it unchanged. Children are generated lazily, a whole depth at a time: asking for any child of
 depth d generates every message of depth d in one batched backend call. ``expand`` does the same
 breadth first for many trees at once (one call per depth for the whole frontier of every tree,
-then one call for the judge). A message is a pure function of (history, instruction, seed): the
-chat holds the history and the instruction, and sampling is per row and seeded. Every call goes
-through ``CachedBackend``, a persistent cache keyed by (model id, chat, sampling, seed), so a
-rerun, a second solver or a PSRO cell that shares a prefix costs no model call.
+then one call for the judge). A message is a function of (history, instruction, seed): the
+chat holds the history and the instruction, and sampling is per row and seeded. On a local
+model the batch it is written in can still change it (measured on the embedded SmolLM2: the
+same chat and seed alone or in a batch of three differed in 1 of 3 rows, sampled or greedy; the
+batch shape changes the logits in their last bits, and a token can follow). Every call goes
+through ``CachedBackend``, a persistent cache keyed by (model id, chat, sampling, seed), whose
+first answer is the message from then on, so a rerun, a second solver or a PSRO cell that
+shares a prefix costs no model call and sees the same text.
 
 An information set of a seat is its own earlier instructions plus the text of every message
 (the dialogue is public; the other seat's instructions and the seeds are not), so two seeds that
