@@ -16,7 +16,18 @@ from collections.abc import Callable
 import typer
 from rich.console import Console
 
-from stratagem.cli import evaluate, info, matrix, psro, report, serve, solve, tournament, train
+from stratagem.cli import (
+    evaluate,
+    imitate,
+    info,
+    matrix,
+    psro,
+    report,
+    serve,
+    solve,
+    tournament,
+    train,
+)
 from stratagem.errors import StratagemError
 
 app = typer.Typer(
@@ -64,6 +75,7 @@ app.command("matrix")(matrix.matrix_command)
 app.command("report")(report.report_command)
 app.command("solve")(solve.solve_command)
 app.command("psro")(psro.psro_command)
+app.command("imitate")(imitate.imitate_command)
 app.command("serve")(serve.serve_command)
 app.command("tournament")(interruptible(tournament.tournament_command))
 app.command("gen-sft")(interruptible(train.gen_sft_command))
