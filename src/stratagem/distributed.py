@@ -51,7 +51,7 @@ from stratagem.game import Game, Observation
 from stratagem.games import GameSpec
 from stratagem.trace import Trace
 
-__all__ = ["MatchSpec", "RayPlayer", "RayWorkerError", "RemoteAgent", "match_spec"]
+__all__ = ["MatchSpec", "RayPlayer", "RayWorkerError", "RemoteAgent", "connect", "match_spec"]
 
 LOCAL = "local"  # ``--ray`` without an address: start a Ray cluster on this machine
 MODEL_KINDS = ("hf", "vllm")  # agent kinds that want a GPU per worker when the cluster has GPUs
@@ -327,28 +327,40 @@ class RayPlayer:
 
     def _connect(self) -> tuple[Any, bool]:
         """Returns (the ray module, whether this call started the connection)."""
-        try:
-            import ray
-        except ImportError:
-            raise RayWorkerError(
-                "--ray needs Ray: pip install 'stratagem[ray]' (or pip install ray)"
-            ) from None
-        if ray.is_initialized():
-            return ray, False
-        quiet = {"include_dashboard": False, "logging_level": logging.WARNING}
-        try:
-            if self.address is None:
-                ray.init(
-                    num_cpus=self.workers or os.cpu_count() or 1,
-                    _system_config={"worker_niceness": WORKER_NICENESS},
-                    **quiet,
-                )
-            else:
-                ray.init(address=self.address, **quiet)
-        except (ConnectionError, ValueError, RuntimeError) as exc:
-            where = self.address or "a local cluster"
-            raise RayWorkerError(f"cannot start Ray on {where}: {exc}") from None
-        return ray, True
+        return connect(self.address, self.workers)
+
+
+def connect(address: str | None, cpus: int | None = None) -> tuple[Any, bool]:
+    """Connects to Ray: to the cluster at ``address``, or a local cluster of ``cpus`` CPUs
+    (default: this machine's) when ``address`` is None or ``local``; returns (the ray module,
+    whether this call started the connection, so the caller shuts it down).
+
+    Raises:
+        RayWorkerError: Ray is not installed or the cluster cannot be reached.
+    """
+    try:
+        import ray
+    except ImportError:
+        raise RayWorkerError(
+            "--ray needs Ray: pip install 'stratagem[ray]' (or pip install ray)"
+        ) from None
+    if ray.is_initialized():
+        return ray, False
+    address = None if address in (None, "", LOCAL) else address
+    quiet = {"include_dashboard": False, "logging_level": logging.WARNING}
+    try:
+        if address is None:
+            ray.init(
+                num_cpus=cpus or os.cpu_count() or 1,
+                _system_config={"worker_niceness": WORKER_NICENESS},
+                **quiet,
+            )
+        else:
+            ray.init(address=address, **quiet)
+    except (ConnectionError, ValueError, RuntimeError) as exc:
+        where = address or "a local cluster"
+        raise RayWorkerError(f"cannot start Ray on {where}: {exc}") from None
+    return ray, True
 
 
 class _Run:

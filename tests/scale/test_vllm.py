@@ -284,3 +284,26 @@ def test_gpu_choice_probs_are_a_distribution(engine):
     obs = game.new_episode(0).observe(0)
     (probs,) = engine.choice_probs([chat_for(obs)], [obs.legal])
     assert set(probs) == set(obs.legal) and abs(sum(probs.values()) - 1) < 1e-6
+
+
+def test_vllm_agent_specs_are_llm_agents_and_say_what_they_need():
+    from stratagem.agents.spec import KINDS, is_llm, make_agent
+
+    assert "vllm" in KINDS and is_llm("vllm") and is_llm("vllm:Qwen/Qwen2.5-1.5B-Instruct")
+    if _gpu():
+        pytest.skip("vLLM and a GPU are here: the spec builds a real engine")
+    with pytest.raises(ConfigError, match=r"agent 'vllm:m': .*(pip install|GPU)"):
+        make_agent("vllm:m", "kuhn")
+    with pytest.raises(ConfigError, match="no such model folder"):
+        make_agent("vllm:./no/such/folder", "kuhn")
+
+
+def test_a_vllm_spec_builds_an_llm_agent_on_the_engine(monkeypatch):
+    from stratagem.agents import spec
+    from stratagem.backends import vllm
+
+    monkeypatch.setattr(vllm, "vllm_unavailable", lambda: None)
+    monkeypatch.setattr(vllm, "vllm_api", lambda: FAKE)
+    agent = spec.make_agent("vllm:m", "kuhn", spec.LLMOptions(temperature=0.7))
+    assert isinstance(agent, LLMAgent) and isinstance(agent.backend, VLLMBackend)
+    assert agent.sampling.temperature == 0.7 and "m" in agent.name

@@ -3,7 +3,9 @@
 - ``strategy:NAME`` — a rule-based strategy of the game;
 - ``hf`` or ``hf:MODEL`` — a local transformers model (default: the embedded SmolLM2), with
   ``LLMOptions.adapter`` for a PEFT adapter;
-- ``openai:MODEL`` — any OpenAI-compatible endpoint at ``LLMOptions.base_url``.
+- ``openai:MODEL`` — any OpenAI-compatible endpoint at ``LLMOptions.base_url``;
+- ``vllm`` or ``vllm:MODEL`` — an in-process vLLM engine on a GPU (``pip install
+  'stratagem[vllm]'``), with ``LLMOptions.adapter`` for one LoRA adapter.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from stratagem.agent import Agent
-from stratagem.backends.base import Sampling
+from stratagem.backends.base import Backend, Sampling
 from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.game import Game
 from stratagem.strategies import get_strategy
 
-KINDS = ("strategy", "hf", "openai")
+KINDS = ("strategy", "hf", "openai", "vllm")
+LLM_KINDS = ("hf", "openai", "vllm")
 
 
 @dataclass(frozen=True)
@@ -50,8 +53,9 @@ class LLMOptions:
 
 
 def is_llm(spec: str) -> bool:
-    """Returns whether ``spec`` names an LLM agent (``hf`` or ``openai``) rather than a strategy."""
-    return spec.partition(":")[0] in ("hf", "openai")
+    """Returns whether ``spec`` names an LLM agent (``hf``, ``openai`` or ``vllm``) rather than a
+    strategy."""
+    return spec.partition(":")[0] in LLM_KINDS
 
 
 def make_agent(spec: str, game: Game | str, options: LLMOptions | None = None) -> Agent:
@@ -59,7 +63,7 @@ def make_agent(spec: str, game: Game | str, options: LLMOptions | None = None) -
     from stratagem.games import get_game
 
     game = get_game(game) if isinstance(game, str) else game
-    kind, sep, arg = spec.partition(":")
+    kind, _, arg = spec.partition(":")
     if kind not in KINDS:
         raise UnknownNameError("agent kind", kind, KINDS)
     if kind == "strategy":
@@ -71,23 +75,45 @@ def make_agent(spec: str, game: Game | str, options: LLMOptions | None = None) -
     options = options or LLMOptions()
     from stratagem.agents.llm import LLMAgent
 
+    backend = make_backend(spec, options)
+    return LLMAgent(backend, game, options.sampling, fallback=options.fallback)
+
+
+def make_backend(spec: str, options: LLMOptions | None = None) -> Backend:
+    """Build the model behind an LLM agent spec (``hf[:MODEL]``, ``openai:MODEL``,
+    ``vllm[:MODEL]``), without an agent around it (dialogue trees call the backend directly).
+
+    Raises:
+        ConfigError: ``spec`` is not an LLM spec, a model folder or adapter does not exist,
+            ``openai:`` has no model name, or vLLM cannot run here.
+    """
+    options = options or LLMOptions()
+    kind, _, arg = spec.partition(":")
+    if kind not in LLM_KINDS:
+        raise ConfigError(f"{spec!r} is not an LLM agent: use hf[:MODEL], openai:MODEL or vllm")
     if kind == "hf":
         from stratagem.backends.hf import HFBackend
 
         _check_local_paths(arg, options.adapter)
-        backend = HFBackend(
+        return HFBackend(
             arg or "embedded",
             adapter=options.adapter,
             dtype=options.dtype,
             max_batch=options.max_batch,
         )
-    else:
-        if not arg:
-            raise ConfigError("agent 'openai:' needs a model name, e.g. openai:gpt-4o-mini")
-        from stratagem.backends.openai import OpenAIBackend
+    if kind == "vllm":
+        from stratagem.backends.vllm import VLLMBackend, vllm_unavailable
 
-        backend = OpenAIBackend.from_options(arg, options)
-    return LLMAgent(backend, game, options.sampling, fallback=options.fallback)  # type: ignore[arg-type]
+        _check_local_paths(arg, options.adapter)
+        why = vllm_unavailable()
+        if why:
+            raise ConfigError(f"agent {spec!r}: {why}")
+        return VLLMBackend.from_options(arg, options)
+    if not arg:
+        raise ConfigError("agent 'openai:' needs a model name, e.g. openai:gpt-4o-mini")
+    from stratagem.backends.openai import OpenAIBackend
+
+    return OpenAIBackend.from_options(arg, options)
 
 
 def _check_local_paths(model: str, adapter: str | None) -> None:
@@ -99,7 +125,7 @@ def _check_local_paths(model: str, adapter: str | None) -> None:
     from pathlib import Path
 
     if model.startswith(("/", "./", "../", "~")) and not Path(model).expanduser().exists():
-        raise ConfigError(f"hf:{model}: no such model folder")
+        raise ConfigError(f"{model}: no such model folder")
     for folder in (adapter or "").split(","):
         if folder and not Path(folder).expanduser().is_dir():
             raise ConfigError(f"--adapter {folder}: no such adapter folder")

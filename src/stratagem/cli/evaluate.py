@@ -95,7 +95,7 @@ def eval_command(
         None,
         "--agent",
         "-a",
-        help="strategy:NAME, hf (embedded SmolLM2), hf:MODEL_OR_PATH or openai:MODEL [hf].",
+        help="strategy:NAME, hf (embedded SmolLM2), hf:MODEL_OR_PATH, openai:MODEL, vllm [hf].",
     ),
     episodes: int = typer.Option(None, "--episodes", "-n", help="Episodes per opponent [20]."),
     seed: int = typer.Option(None, "--seed", "-s", help="Base seed [0]."),
@@ -193,7 +193,7 @@ def _refuse_llm_options(cfg: EvalConfig) -> None:
     ]
     if given:
         names = ", ".join("--" + k.replace("_", "-") for k in given)
-        raise ConfigError(f"{names}: for LLM agents (hf, openai:MODEL) only, not {cfg.agent}")
+        raise ConfigError(f"{names}: for LLM agents (hf, openai:MODEL, vllm) only, not {cfg.agent}")
 
 
 def _exit_on_errors(result: Evaluation, max_error_rate: float) -> None:

@@ -20,6 +20,7 @@ from pydantic import Field
 from rich.console import Console
 
 from stratagem.cli.config import load_config
+from stratagem.cli.evaluate import RAY_ADDRESS_OPTION, RAY_OPTION, WORKERS_OPTION, ray_target
 from stratagem.cli.solve import DialogueOptions, split_list
 from stratagem.errors import ConfigError
 from stratagem.runs import check_out_path
@@ -43,7 +44,7 @@ class ImitateConfig(DialogueOptions):
 
 def imitate_command(
     game: str = typer.Option(None, "--game", "-g", help="Dialogue game: meeting, fruit, debate."),
-    agent: str = typer.Option(None, help="hf, hf:MODEL or openai:MODEL (default hf)."),
+    agent: str = typer.Option(None, help="hf, hf:MODEL, openai:MODEL, vllm (default hf)."),
     base_url: str = typer.Option(None, help="The openai endpoint."),
     instructions: str = typer.Option(None, help="Comma-separated instructions."),
     train: int = typer.Option(None, help="Training scenarios (default 8)."),
@@ -58,6 +59,9 @@ def imitate_command(
     seed: int = typer.Option(None, "--seed", "-s", help="Scenario and training seed (0)."),
     cache: str = typer.Option(None, help="Response cache file (SQLite)."),
     out: str = typer.Option(None, "--out", "-o", help="Run folder (runs/imitate-<game>)."),
+    ray: bool = RAY_OPTION,
+    ray_address: str = RAY_ADDRESS_OPTION,
+    workers: int = WORKERS_OPTION,
     config: Path = typer.Option(None, "--config", "-c", help="YAML or TOML file of settings."),
 ) -> None:
     """Train an MLP to imitate CFR's instruction policy and test it on held-out scenarios."""
@@ -92,6 +96,8 @@ def imitate_command(
         seed=seed,
         cache=cache,
         out=out,
+        ray=ray_target(ray, ray_address, workers),
+        workers=workers,
     )
     if cfg.game not in DOMAINS:
         raise ConfigError(f"imitate needs a dialogue game ({', '.join(DOMAINS)}), not {cfg.game!r}")

@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from stratagem.cli.config import load_config
+from stratagem.cli.evaluate import RAY_ADDRESS_OPTION, RAY_OPTION, WORKERS_OPTION, ray_target
 from stratagem.cli.solve import DialogueOptions, split_list
 from stratagem.errors import ConfigError, did_you_mean
 from stratagem.runs import check_out_path
@@ -73,7 +74,7 @@ def psro_command(
     out: str = typer.Option(
         None, "--out", "-o", help="Run folder (default: runs/psro-<game>-<solver>)."
     ),
-    agent: str = typer.Option(None, help="Dialogue: hf, hf:MODEL or openai:MODEL (default hf)."),
+    agent: str = typer.Option(None, help="Dialogue: hf[:MODEL], openai:MODEL, vllm (default hf)."),
     base_url: str = typer.Option(None, help="Dialogue: the openai endpoint."),
     scenarios: int = typer.Option(None, help="Dialogue: scenarios per cell (default 3)."),
     replies: int = typer.Option(None, help="Dialogue: messages after the opening (default 2)."),
@@ -84,6 +85,9 @@ def psro_command(
     propose: int = typer.Option(
         None, help="Dialogue: new instructions the LLM proposes per response (default 0)."
     ),
+    ray: bool = RAY_OPTION,
+    ray_address: str = RAY_ADDRESS_OPTION,
+    workers: int = WORKERS_OPTION,
     config: Path = typer.Option(None, "--config", "-c", help="YAML or TOML file of settings."),
 ) -> None:
     """Grow each seat's population by best responses to a meta-solver's meta-strategy."""
@@ -112,6 +116,8 @@ def psro_command(
         max_new_tokens=max_new_tokens,
         cache=cache,
         propose=propose,
+        ray=ray_target(ray, ray_address, workers),
+        workers=workers,
     )
     if cfg.meta_solver not in META_SOLVERS:
         hint = did_you_mean(cfg.meta_solver, META_SOLVERS)

@@ -88,7 +88,7 @@ def serve_command(
         None,
         "--agent",
         "-a",
-        help="The opponent: strategy:NAME, hf, hf:MODEL_OR_PATH or openai:MODEL.",
+        help="The opponent: strategy:NAME, hf, hf:MODEL_OR_PATH, openai:MODEL or vllm[:MODEL].",
     ),
     seat: int = typer.Option(
         None, help="The person's seat, 0 or 1; bargaining: 0 sells (default: drawn per game)."
@@ -257,7 +257,7 @@ def _refuse_llm_options(cfg: ServeConfig) -> None:
     ]
     if given:
         names = ", ".join("--" + k.replace("_", "-") for k in given)
-        raise ConfigError(f"{names}: for LLM agents (hf, openai:MODEL) only, not {cfg.agent}")
+        raise ConfigError(f"{names}: for LLM agents (hf, openai:MODEL, vllm) only, not {cfg.agent}")
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from stratagem.cli.config import load_config
+from stratagem.cli.evaluate import RAY_ADDRESS_OPTION, RAY_OPTION, WORKERS_OPTION, ray_target
 from stratagem.errors import ConfigError, did_you_mean
 from stratagem.runs import check_out_path
 from stratagem.solvers.tree import Node
@@ -45,7 +46,7 @@ class DialogueOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    agent: str = Field("hf", description="hf, hf:MODEL or openai:MODEL: writes and judges")
+    agent: str = Field("hf", description="hf, hf:MODEL, openai:MODEL or vllm: writes and judges")
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     instructions: list[str] | None = Field(None, description="the domain's default set")
@@ -59,6 +60,8 @@ class DialogueOptions(BaseModel):
     seed: int = 0
     cache: str | None = Field(None, description="response cache [~/.cache/stratagem/...]")
     max_batch: int = Field(64, gt=0)
+    ray: str | None = Field(None, description="'local' or a Ray cluster address (runtime only)")
+    workers: int | None = Field(None, gt=0, description="Ray workers (runtime only)")
 
 
 class SolveConfig(DialogueOptions):
@@ -105,7 +108,7 @@ def solve_command(
     out: str = typer.Option(
         None, "--out", "-o", help="Run folder (default: runs/solve-<game>-<alg>)."
     ),
-    agent: str = typer.Option(None, help="Dialogue: hf, hf:MODEL or openai:MODEL (default hf)."),
+    agent: str = typer.Option(None, help="Dialogue: hf[:MODEL], openai:MODEL, vllm (default hf)."),
     base_url: str = typer.Option(None, help="Dialogue: the openai endpoint."),
     instructions: str = typer.Option(
         None, help="Dialogue: comma-separated instructions (default: the domain's)."
@@ -123,6 +126,9 @@ def solve_command(
     judge: int = typer.Option(
         None, help="Dialogue: judge N templated dialogues per outcome type (default 0: skip)."
     ),
+    ray: bool = RAY_OPTION,
+    ray_address: str = RAY_ADDRESS_OPTION,
+    workers: int = WORKERS_OPTION,
     config: Path = typer.Option(None, "--config", "-c", help="YAML or TOML file of settings."),
 ) -> None:
     """Solve a poker game with CFR or CFR+ (policy, value, exploitability curve), or a dialogue
@@ -150,6 +156,8 @@ def solve_command(
         cache=cache,
         steering=steering,
         judge=judge,
+        ray=ray_target(ray, ray_address, workers),
+        workers=workers,
     )
     if cfg.game in DOMAINS:
         return solve_dialogue(cfg)
@@ -220,19 +228,31 @@ def plot_curve(curve: tuple[tuple[int, float], ...], path: Path, title: str) -> 
 
 def make_backend(opts: DialogueOptions) -> Any:
     """The model an ``--agent`` spec names, for writing and judging dialogue (no agent
-    wrapper: the trees call the backend directly)."""
-    kind, _, arg = opts.agent.partition(":")
-    if kind == "hf":
-        from stratagem.backends.hf import HFBackend
+    wrapper: the trees call the backend directly); with ``ray``, a ``RayBackend`` whose
+    workers each hold one copy of it and answer a shard of every call."""
+    import functools
 
-        return HFBackend(arg or "embedded", max_batch=opts.max_batch)
-    if kind == "openai":
-        if not arg or not opts.base_url:
-            raise ConfigError("--agent openai:MODEL needs a model name and --base-url")
-        from stratagem.backends.openai import OpenAIBackend
+    from stratagem.agents.spec import LLMOptions, is_llm
+    from stratagem.agents.spec import make_backend as backend_of
 
-        return OpenAIBackend(arg, opts.base_url, api_key_env=opts.api_key_env)
-    raise ConfigError(f"unknown agent {opts.agent!r}: use hf, hf:MODEL or openai:MODEL")
+    if not is_llm(opts.agent):
+        raise ConfigError(
+            f"unknown agent {opts.agent!r}: use hf, hf:MODEL, openai:MODEL or vllm[:MODEL]"
+        )
+    if opts.agent.startswith("openai") and not opts.base_url:
+        raise ConfigError("--agent openai:MODEL needs a model name and --base-url")
+    options = LLMOptions(
+        base_url=opts.base_url, api_key_env=opts.api_key_env, max_batch=opts.max_batch
+    )
+    if opts.workers is not None and opts.ray is None:
+        raise ConfigError("workers sets the number of Ray workers: set ray too")
+    if opts.ray is None:
+        return backend_of(opts.agent, options)
+    from stratagem.backends.sharded import RayBackend
+
+    return RayBackend(
+        functools.partial(backend_of, opts.agent, options), address=opts.ray, workers=opts.workers
+    )
 
 
 def cached_backend(opts: DialogueOptions) -> CachedBackend:

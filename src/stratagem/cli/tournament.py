@@ -23,7 +23,10 @@ console = Console()
 def tournament_command(
     game: str = typer.Option(..., "--game", "-g", help="Game id."),
     agents: str = typer.Option(
-        ..., "--agents", "-a", help="Comma-separated agents: strategy names, hf, openai:MODEL."
+        ...,
+        "--agents",
+        "-a",
+        help="Comma-separated agents: strategy names, hf, openai:MODEL, vllm.",
     ),
     param: list[str] = typer.Option(
         None, "--param", "-p", help="Game parameter KEY=VALUE (JSON value); repeatable."
@@ -116,7 +119,7 @@ def _build_agents(
     built: dict[str, Agent] = {}
     specs: dict[str, str] = {}
     for name in names:
-        spec = name if ":" in name or name in ("hf",) else f"strategy:{name}"
+        spec = name if ":" in name or name in ("hf", "vllm") else f"strategy:{name}"
         key = re.sub(r"[|]", "_", name)
         if remote and spec.partition(":")[0] in ("hf", "vllm"):
             from stratagem.distributed import RemoteAgent
