@@ -127,3 +127,11 @@ def test_solve_records_a_falling_curve():
     assert solution.exploitability == solution.curve[-1][1]
     assert set(solution.policy) == set(kuhn.INFOSETS)
     assert checkpoints(5, 60) == [1, 2, 3, 4, 5]
+
+
+def test_one_checkpoint_is_the_final_iteration():
+    assert checkpoints(1000, 1) == [1000]
+    assert checkpoints(1, 1) == [1]
+    assert checkpoints(1000, 2) == [1, 1000]
+    solution = solve(kuhn.game_tree(), "cfr+", 50, points=1)
+    assert [i for i, _ in solution.curve] == [50]

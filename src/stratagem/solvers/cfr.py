@@ -356,7 +356,10 @@ class Solution:
 
 def checkpoints(iterations: int, count: int = 60) -> list[int]:
     """Returns at most ``count`` iteration numbers spaced evenly on a log scale, from 1 to
-    ``iterations`` (every iteration when ``count`` covers them all)."""
+    ``iterations`` (every iteration when ``count`` covers them all); the last is always
+    ``iterations``, so one checkpoint is the final policy."""
+    if count <= 1:
+        return [iterations]
     if count >= iterations:
         return list(range(1, iterations + 1))
     points = np.unique(np.geomspace(1, iterations, num=count).round().astype(int))
