@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from stratagem.distributed import WORKER_NICENESS, RayPlayer, RayWorkerError, RemoteAgent
+from stratagem.distributed import RayPlayer, RayWorkerError, RemoteAgent
 from stratagem.errors import UnknownNameError
 from stratagem.evaluation import evaluate
 from stratagem.games import get_game
@@ -19,19 +19,6 @@ from tests.scale.canonical import canonical, ids
 ray = pytest.importorskip("ray")
 
 NAMES = ("Boulware", "Linear", "Conceder", "NaiveAccepter")
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    """One local cluster for the module (it takes seconds to start); players reuse it."""
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        logging_level="WARNING",
-        _system_config={"worker_niceness": WORKER_NICENESS},
-    )
-    yield
-    ray.shutdown()
 
 
 def bargaining(out, player=None, on_episode=None, gft=30, ngft=15):

@@ -19,7 +19,6 @@ from typer.testing import CliRunner
 from stratagem.agents.spec import LLMOptions, make_backend
 from stratagem.backends.sharded import RayBackend, shards
 from stratagem.cli.solve import solve_command
-from stratagem.distributed import WORKER_NICENESS
 from stratagem.errors import ConfigError
 from tests.backends.fault_server import FaultServer
 
@@ -55,18 +54,6 @@ def fruit_reply(request: dict, index: int) -> tuple[str, str]:
     if "calm" in last:
         return ("ok", f"Fine ({digest}).\nACCEPT")
     return ("ok", f"Let me think ({digest}).")
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        logging_level="WARNING",
-        _system_config={"worker_niceness": WORKER_NICENESS},
-    )
-    yield
-    ray.shutdown()
 
 
 @pytest.fixture()

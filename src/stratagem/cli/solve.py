@@ -239,8 +239,6 @@ def make_backend(opts: DialogueOptions) -> Any:
         raise ConfigError(
             f"unknown agent {opts.agent!r}: use hf, hf:MODEL, openai:MODEL or vllm[:MODEL]"
         )
-    if opts.agent.startswith("openai") and not opts.base_url:
-        raise ConfigError("--agent openai:MODEL needs a model name and --base-url")
     options = LLMOptions(
         base_url=opts.base_url, api_key_env=opts.api_key_env, max_batch=opts.max_batch
     )
