@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import json
 
-import typer
 from typer.testing import CliRunner
 
 from stratagem.backends.scripted import ScriptedBackend
-from stratagem.cli import solve as solve_cli
-from stratagem.cli.solve import solve_command
+from stratagem.cli.main import app
 from stratagem.errors import ConfigError
-
-app = typer.Typer()
-app.command("solve")(solve_command)
-app.command("other")(lambda: None)
+from stratagem.solvers import dialogue_setup
 
 
 def fruit_script(chat):
@@ -32,7 +27,7 @@ def fruit_script(chat):
 
 def run(monkeypatch, *args, script=fruit_script):
     backend = ScriptedBackend(script)
-    monkeypatch.setattr(solve_cli, "make_backend", lambda opts: backend)
+    monkeypatch.setattr(dialogue_setup, "make_backend", lambda opts: backend)
     return CliRunner().invoke(app, ["solve", *args]), backend
 
 

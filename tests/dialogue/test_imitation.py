@@ -8,13 +8,12 @@ import json
 import numpy as np
 import pytest
 import torch
-import typer
 from typer.testing import CliRunner
 
 from stratagem.backends.scripted import ScriptedBackend
-from stratagem.cli import solve as solve_cli
-from stratagem.cli.imitate import imitate_command
+from stratagem.cli.main import app
 from stratagem.games.dialogue import get_domain
+from stratagem.solvers import dialogue_setup
 from stratagem.solvers.expand import CachedBackend, DialogueTree, expand, fixed_policy
 from stratagem.training import imitation
 from stratagem.training.imitation import (
@@ -122,11 +121,8 @@ def test_imitate_command(monkeypatch, tmp_path):
         return "Fine.\nACCEPT" if "calm" in chat[-1]["content"] else "Hmm, no."
 
     backend = ScriptedBackend(script)
-    monkeypatch.setattr(solve_cli, "make_backend", lambda opts: backend)
+    monkeypatch.setattr(dialogue_setup, "make_backend", lambda opts: backend)
     monkeypatch.setattr(imitation, "load_embedder", lambda: fake_embed)
-    app = typer.Typer()
-    app.command("imitate")(imitate_command)
-    app.command("other")(lambda: None)
     out = tmp_path / "imitate"
     args = [
         "imitate",

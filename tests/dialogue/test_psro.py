@@ -6,13 +6,12 @@ import json
 
 import numpy as np
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from stratagem.backends.scripted import ScriptedBackend
-from stratagem.cli import solve as solve_cli
-from stratagem.cli.psro import psro_command
+from stratagem.cli.main import app
 from stratagem.games.dialogue import get_domain
+from stratagem.solvers import dialogue_setup
 from stratagem.solvers.expand import (
     CachedBackend,
     InstructionOracle,
@@ -76,10 +75,7 @@ def test_psro_adds_the_best_instruction_and_llm_proposals():
 
 def test_psro_command_on_fruit(monkeypatch, tmp_path):
     backend = ScriptedBackend(tone_script)
-    monkeypatch.setattr(solve_cli, "make_backend", lambda opts: backend)
-    app = typer.Typer()
-    app.command("psro")(psro_command)
-    app.command("other")(lambda: None)
+    monkeypatch.setattr(dialogue_setup, "make_backend", lambda opts: backend)
     out = tmp_path / "psro"
     args = [
         "psro",

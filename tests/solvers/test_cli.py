@@ -5,16 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from stratagem.cli.psro import psro_command
-from stratagem.cli.solve import solve_command
+from stratagem.cli.main import app
 from stratagem.errors import ConfigError
-
-app = typer.Typer()
-app.command("solve")(solve_command)
-app.command("psro")(psro_command)
 
 
 def run(*args: str):

@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from stratagem.cli.report import report_command
+from stratagem.report.rebuild import rebuild_metrics
 from stratagem.cli.serve import serve_command
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.runs import read_fingerprint, scan_traces
@@ -26,8 +26,11 @@ def _metrics(folder) -> dict[str, dict]:
 
 
 def _cli() -> typer.Typer:
+    from stratagem.cli.options import register
+    from stratagem.cli.serve import ServeConfig
+
     app = typer.Typer()
-    app.command()(serve_command)
+    register(app, "serve", ServeConfig, serve_command)
     return app
 
 
@@ -42,7 +45,7 @@ def test_export_is_a_run_folder_that_report_reads(serve, dond_contexts, tmp_path
     assert len(scan_traces(out / "traces.jsonl")[0]) == 3
     fp = read_fingerprint(out)
     assert fp["job"] == "eval" and fp["game"] == "dond" and fp["agent_spec"] == "hf:scripted"
-    report_command(out)
+    rebuild_metrics(out)
     metrics = _metrics(out)
     assert metrics["score"]["n"] == "3" and float(metrics["score"]["value"]) == 8.0  # the model
     assert float(metrics["opponent_score"]["value"]) == 6.0  # the person

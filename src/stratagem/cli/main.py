@@ -16,18 +16,9 @@ from collections.abc import Callable
 import typer
 from rich.console import Console
 
-from stratagem.cli import (
-    evaluate,
-    imitate,
-    info,
-    matrix,
-    psro,
-    report,
-    serve,
-    solve,
-    tournament,
-    train,
-)
+from stratagem.cli import evaluate, imitate, info, matrix, psro, report, serve, solve, tournament
+from stratagem.cli import train as training
+from stratagem.cli.options import register
 from stratagem.errors import StratagemError
 
 app = typer.Typer(
@@ -69,21 +60,23 @@ def interruptible(command: Callable) -> Callable:
 
 
 app.command("games")(info.games)
-app.command("strategies")(info.list_strategies)
-app.command("eval")(interruptible(evaluate.eval_command))
-app.command("matrix")(matrix.matrix_command)
-app.command("report")(report.report_command)
-app.command("solve")(solve.solve_command)
-app.command("psro")(psro.psro_command)
-app.command("imitate")(imitate.imitate_command)
-app.command("serve")(serve.serve_command)
-app.command("tournament")(interruptible(tournament.tournament_command))
-app.command("gen-sft")(interruptible(train.gen_sft_command))
-train.train_app.registered_commands = [
-    type(c)(**{**vars(c), "callback": interruptible(c.callback)})
-    for c in train.train_app.registered_commands
-]
-app.add_typer(train.train_app, name="train")
+register(app, "strategies", info.StrategiesConfig, info.list_strategies)
+register(app, "eval", evaluate.EvalConfig, evaluate.eval_command, wrap=interruptible)
+register(app, "matrix", matrix.MatrixConfig, matrix.matrix_command)
+register(app, "report", report.ReportConfig, report.report_command)
+register(app, "solve", solve.SolveConfig, solve.solve_command)
+register(app, "psro", psro.PSROConfig, psro.psro_command)
+register(app, "imitate", imitate.ImitateConfig, imitate.imitate_command)
+register(app, "serve", serve.ServeConfig, serve.serve_command)
+register(
+    app,
+    "tournament",
+    tournament.TournamentConfig,
+    tournament.tournament_command,
+    wrap=interruptible,
+)
+register(app, "gen-sft", training.GenSFTConfig, training.gen_sft_command, wrap=interruptible)
+app.add_typer(training.train_app(interruptible), name="train")
 
 
 def main() -> None:

@@ -2,36 +2,42 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-import typer
 from rich.console import Console
 from rich.table import Table
 
-from stratagem.games import get_game
+from stratagem.cli.options import GameGroup, RunGroup
+from stratagem.settings import Positive, opt
 
 console = Console()
 
 
-def matrix_command(
-    game: str = typer.Option(..., "--game", "-g", help="Game id."),
-    episodes: int = typer.Option(20, "--episodes", "-n", min=1, help="Episodes per pairing."),
-    seed: int = typer.Option(0, "--seed", "-s"),
-    out: Path = typer.Option(None, "--out", "-o", help="Folder for CSV and PNG [runs/<game>]."),
-) -> None:
+@dataclasses.dataclass(kw_only=True)
+class MatrixConfig(RunGroup, GameGroup):
     """Mean per-round payoff of every strategy (row) against every strategy (column)."""
+
+    episodes: Positive = opt(20, "-n")
+    """Episodes per pairing."""
+
+
+def matrix_command(cfg: MatrixConfig) -> None:
+    """Mean per-round payoff of every strategy (row) against every strategy (column)."""
+    from stratagem.games import get_game
     from stratagem.report.plots import heatmap
     from stratagem.tournament import payoff_matrix
 
-    the_game = get_game(game)
-    table = payoff_matrix(the_game, episodes=episodes, seed=seed)
-    folder = out or Path("runs") / game
+    table = payoff_matrix(get_game(cfg.game, **cfg.params), episodes=cfg.episodes, seed=cfg.seed)
+    folder = cfg.run_folder(Path("runs") / cfg.game)
     folder.mkdir(parents=True, exist_ok=True)
     table.to_csv(folder / "matrix.csv")
     png = heatmap(
-        table, folder / "matrix.png", f"{game}: mean payoff per round of the row strategy"
+        table, folder / "matrix.png", f"{cfg.game}: mean payoff per round of the row strategy"
     )
-    view = Table(title=f"{game}: row's mean payoff per round vs column ({episodes} episodes)")
+    view = Table(
+        title=f"{cfg.game}: row's mean payoff per round vs column ({cfg.episodes} episodes)"
+    )
     view.add_column("row \\ column")
     for col in table.columns:
         view.add_column(col, justify="right")

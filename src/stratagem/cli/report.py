@@ -2,71 +2,27 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from pathlib import Path
 
-import typer
+from rich.console import Console
 
-from stratagem.cli.evaluate import print_evaluation
-from stratagem.errors import ConfigError
-from stratagem.evaluation import POLICY, Evaluation
-from stratagem.game import HasMetrics, HasSolverTree
-from stratagem.games import get_game
-from stratagem.metrics.sepo import SEPOGame, sepo_metrics
-from stratagem.report.tables import write_metrics
-from stratagem.runs import TRACES, read_fingerprint, scan_traces
-from stratagem.solvers.best_response import exploitability
-from stratagem.trace import read_traces
+from stratagem.settings import opt
 
-LEGACY_POLICY = "kuhn_policy.json"  # the name run folders of trace schema v1 used
+console = Console()
 
 
-def report_command(run: Path = typer.Argument(..., help="A run folder written by `eval`.")) -> None:
+@dataclasses.dataclass(kw_only=True)
+class ReportConfig:
     """Recompute and rewrite the metrics of a run folder from its traces (and Kuhn policy)."""
-    if not (run / TRACES).exists():
-        raise ConfigError(f"{run} holds no {TRACES}; pass a run folder written by `stratagem eval`")
-    fp = read_fingerprint(run)
-    if fp.get("job", "eval") != "eval":
-        raise ConfigError(
-            f"{run} is a {fp.get('job')} folder; `report` rebuilds `stratagem eval` folders "
-            "(a tournament writes its tables itself when rerun)"
-        )
-    scan_traces(run / TRACES)  # a bad line or a duplicate episode is an error, not a count
-    game = get_game(fp["game"], **fp.get("game_params", {}))
-    if not isinstance(game, SEPOGame | HasMetrics):
-        raise ConfigError(
-            f"{game.name} has no evaluation metrics to rebuild; its tables come from "
-            f"`stratagem tournament --game {game.name}`"
-        )
-    normalise = fp.get("normalise", False)
-    traces = read_traces(run / TRACES)
-    other = next((t for t in traces if t.game != game.name), None)
-    if other is not None:
-        raise ConfigError(
-            f"{run}/{TRACES} holds {other.game} episodes but run.json says {game.name}; "
-            "the folder was mixed up"
-        )
-    metrics = (
-        sepo_metrics(traces, game, normalise=normalise)
-        if isinstance(game, SEPOGame)
-        else game.metrics(traces)  # type: ignore[union-attr]
-    )
-    exact = policy = None
-    stored = next((run / n for n in (POLICY, LEGACY_POLICY) if (run / n).exists()), None)
-    if stored is not None and isinstance(game, HasSolverTree):
-        policy = json.loads(stored.read_text())
-        exact = exploitability(game.game_tree(), policy)
-    write_metrics(run, metrics, exact, normalise)
-    print_evaluation(
-        Evaluation(
-            game.name,
-            fp["agent"],
-            metrics,
-            traces,
-            exact,
-            policy,
-            normalise,
-            out=run,
-            episodes=len(traces),
-        )
-    )
+
+    run: Path = opt(..., argument=True)
+    """A run folder written by `stratagem eval`."""
+
+
+def report_command(cfg: ReportConfig) -> None:
+    """Recompute and rewrite the metrics of a run folder from its traces (and Kuhn policy)."""
+    from stratagem.report.console import print_evaluation
+    from stratagem.report.rebuild import rebuild_metrics
+
+    print_evaluation(console, rebuild_metrics(cfg.run))

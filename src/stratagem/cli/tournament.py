@@ -2,139 +2,123 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import re
 from pathlib import Path
 
-import typer
 from rich.console import Console
 
 from stratagem.agent import Agent
-from stratagem.agents.spec import LLMOptions, make_agent
-from stratagem.cli.config import parse_params
-from stratagem.cli.evaluate import RAY_ADDRESS_OPTION, RAY_OPTION, WORKERS_OPTION, ray_target
-from stratagem.cli.progress import progress_bar
+from stratagem.agents.settings import LLMSettings
+from stratagem.cli.options import GameGroup, RunGroup
 from stratagem.errors import ConfigError
-from stratagem.game import Game, HasRegimeScenarios, HasTournamentReport
-from stratagem.games import get_game
+from stratagem.game import Game, HasRegimeScenarios
+from stratagem.settings import NonNegative, Positive, RaySettings, opt
 
 console = Console()
 
 
-def tournament_command(
-    game: str = typer.Option(..., "--game", "-g", help="Game id."),
-    agents: str = typer.Option(
-        ...,
-        "--agents",
-        "-a",
-        help="Comma-separated agents: strategy names, hf, openai:MODEL, vllm.",
-    ),
-    param: list[str] = typer.Option(
-        None, "--param", "-p", help="Game parameter KEY=VALUE (JSON value); repeatable."
-    ),
-    gft: int = typer.Option(400, help="Bargaining: scenarios with gains from trade per pairing."),
-    ngft: int = typer.Option(200, help="Bargaining: scenarios without gains from trade."),
-    episodes: int = typer.Option(20, "--episodes", "-n", help="Other games: episodes per pairing."),
-    catalog: Path = typer.Option(
-        None, help="Bargaining: a CraigslistBargains JSON file [the shipped catalog]."
-    ),
-    split_name: str = typer.Option(
-        "test", "--split", help="Bargaining catalog split: train, validation, test."
-    ),
-    seed: int = typer.Option(42, "--seed", "-s"),
-    out: Path = typer.Option(None, "--out", "-o", help="Run folder [runs/tournament-<game>]."),
-    max_new_tokens: int = typer.Option(256, help="LLM agents: tokens per turn."),
-    base_url: str = typer.Option(None, help="Endpoint for openai:MODEL agents."),
-    strategy_guide: bool = typer.Option(
-        None,
-        "--strategy-guide/--no-strategy-guide",
-        help="Bargaining: include the negotiation tips [on].",
-    ),
-    ray: bool = RAY_OPTION,
-    ray_address: str = RAY_ADDRESS_OPTION,
-    workers: int = WORKERS_OPTION,
-) -> None:
+@dataclasses.dataclass(kw_only=True)
+class TournamentConfig(RunGroup, RaySettings, LLMSettings, GameGroup):
     """Every agent against every agent in both roles (itself included) on the same scenarios."""
+
+    agents: list[str] = opt(..., "-a")
+    """Agents: strategy names, hf, hf:MODEL, openai:MODEL, vllm."""
+    episodes: Positive = opt(20, "-n")
+    """Episodes per pairing (games without scenario regimes)."""
+    gft: NonNegative = 400
+    """Scenarios with gains from trade per pairing (bargaining)."""
+    ngft: NonNegative = 200
+    """Scenarios without gains from trade per pairing (bargaining)."""
+    catalog: Path | None = None
+    """A CraigslistBargains JSON file [the shipped catalog] (bargaining)."""
+    split: str = "test"
+    """Catalog split the scenarios come from: train, validation or test (bargaining)."""
+    strategy_guide: bool | None = None
+    """Include the negotiation tips in the prompts [the game's default: on] (bargaining)."""
+    seed: int = opt(42, "-s")
+    """Base seed of scenarios and episodes."""
+
+
+def tournament_command(cfg: TournamentConfig) -> None:
+    """Every agent against every agent in both roles (itself included) on the same scenarios."""
+    from stratagem.cli.progress import progress_bar
+    from stratagem.games import get_game
+    from stratagem.report.tournament import print_tournament
     from stratagem.tournament import round_robin
 
-    target = ray_target(ray, ray_address, workers)
-    params = parse_params(param) or {}
-    # the bargaining options are game parameters with their own flags
-    if catalog is not None:
-        params["catalog"] = str(catalog)
-    if strategy_guide is not None:
-        params["strategy_guide"] = strategy_guide
-    if "split" not in params and _takes(game, "split"):
-        params["split"] = split_name
-        params.setdefault("split_seed", seed)
-    the_game = get_game(game, **params)
-    names = [a.strip() for a in agents.split(",") if a.strip()]
+    target = cfg.ray_target()
+    the_game = get_game(cfg.game, **_params(cfg))
+    names = cfg.agents
     if len(set(names)) != len(names) or not names:
         raise ConfigError("--agents needs distinct, comma-separated names")
-    if episodes < 1:
-        raise ConfigError("--episodes must be at least 1")
-    scenarios = None
-    count = episodes
-    extra: dict = {"agent_specs": names}
+    scenarios, count = None, cfg.episodes
     if isinstance(the_game, HasRegimeScenarios):
-        if gft < 0 or ngft < 0 or gft + ngft == 0:
+        if cfg.gft + cfg.ngft == 0:
             raise ConfigError("--gft and --ngft must be non-negative with at least one scenario")
-        scenarios = the_game.tournament_scenarios(gft, ngft, seed)
+        scenarios = the_game.tournament_scenarios(cfg.gft, cfg.ngft, cfg.seed)
         count = len(scenarios)
-    options = LLMOptions(max_new_tokens=max_new_tokens, base_url=base_url)
-    extra["llm"] = options.fingerprint()
+    options = cfg.llm_options(the_game)
     built, specs = _build_agents(names, the_game, options, remote=target is not None)
     player = None
     if target is not None:
-        from stratagem.distributed import RayPlayer
+        from stratagem.tournament.ray import RayPlayer
 
-        player = RayPlayer(specs, options=options, address=target, workers=workers)
-    folder = out or Path("runs") / f"tournament-{game}"
-    total = len(built) ** 2 * count
+        player = RayPlayer(specs, options=options, address=target, workers=cfg.workers)
+    folder = cfg.run_folder(Path("runs") / f"tournament-{cfg.game}")
+    extra = {"agent_specs": names, "llm": options.fingerprint()}
     with progress_bar(console) as progress:
-        task = progress.add_task(f"{game} round robin", total=total)
+        task = progress.add_task(f"{cfg.game} round robin", total=len(built) ** 2 * count)
         result = round_robin(
             the_game,
             built,
             folder,
             count=count,
-            seed=seed,
+            seed=cfg.seed,
             scenarios=scenarios,
             fingerprint_extra=extra,
             on_episode=lambda _: progress.advance(task),
             player=player,
         )
-    if isinstance(the_game, HasTournamentReport):
-        console.print(the_game.summary_table(result.summary))
-    else:
-        console.print(result.summary.to_string(index=False))
+    print_tournament(console, the_game, result)
     console.print(f"{result.episodes} episodes · errors: {result.errors} · run folder: {folder}")
 
 
+def _params(cfg: TournamentConfig) -> dict:
+    """The game parameters: ``--param`` values, plus the scenario options the game takes."""
+    from stratagem.games.registry import GAMES
+
+    takes = inspect.signature(GAMES.get(cfg.game).__init__).parameters
+    params = dict(cfg.params)
+    if cfg.catalog is not None:
+        params["catalog"] = str(cfg.catalog)
+    if cfg.strategy_guide is not None:
+        params["strategy_guide"] = cfg.strategy_guide
+    if "split" not in params and "split" in takes:
+        params["split"] = cfg.split
+        params.setdefault("split_seed", cfg.seed)
+    return params
+
+
 def _build_agents(
-    names: list[str], game: Game, options: LLMOptions, *, remote: bool
+    names: list[str], game: Game, options, *, remote: bool
 ) -> tuple[dict[str, Agent], dict[str, str]]:
     """Returns the agents by tournament name, and the spec string of each built agent by agent
     name. ``remote`` (a Ray run): model agents are ``RemoteAgent``s, loaded by the workers only.
     """
+    from stratagem.agents.spec import make_agent
+
     built: dict[str, Agent] = {}
     specs: dict[str, str] = {}
     for name in names:
         spec = name if ":" in name or name in ("hf", "vllm") else f"strategy:{name}"
         key = re.sub(r"[|]", "_", name)
         if remote and spec.partition(":")[0] in ("hf", "vllm"):
-            from stratagem.distributed import RemoteAgent
+            from stratagem.tournament.ray import RemoteAgent
 
             built[key] = RemoteAgent(spec, key)
         else:
             built[key] = make_agent(spec, game, options)
             specs[built[key].name] = spec
     return built, specs
-
-
-def _takes(game: str, name: str) -> bool:
-    """Whether the game's constructor takes the parameter ``name``."""
-    import inspect
-
-    from stratagem.games.registry import GAMES
-
-    return name in inspect.signature(GAMES.get(game).__init__).parameters

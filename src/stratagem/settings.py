@@ -1,0 +1,255 @@
+"""Settings dataclasses: one keyword-only dataclass per job, a docstring under each field.
+
+The same dataclass is the job's documentation, its config file schema (YAML or TOML, any field)
+and, through ``cli.options``, its command-line options. ``choose`` merges a config file with
+overrides, ``build`` validates the result with pydantic into the dataclass (a bad value is one
+line naming its flag). Field metadata (``opt``/``flags``) adds short flags or old names, a custom
+negative for a switch, or keeps a field out of the command line.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import json
+import textwrap
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import Field
+
+from stratagem.errors import ConfigError, UnknownNameError, did_you_mean
+
+C = TypeVar("C")
+GIVEN = "_given_settings"
+Positive = Annotated[int, Field(gt=0)]
+NonNegative = Annotated[int, Field(ge=0)]
+
+
+def flags(
+    *aliases: str, negative: str | None = None, cli: bool = True, argument: bool = False
+) -> dict[str, Any]:
+    """Field metadata: extra flags for the option (``"-g"``, an old ``"--rank"``), the negative
+    flag of a switch (``"--raw"`` instead of ``--no-normalise``), ``cli=False`` to keep the
+    field out of the command line (a config file still sets it), or ``argument=True`` for a
+    positional argument."""
+    return {"aliases": aliases, "negative": negative, "cli": cli, "argument": argument}
+
+
+def opt(
+    default: Any,
+    *aliases: str,
+    negative: str | None = None,
+    cli: bool = True,
+    argument: bool = False,
+) -> Any:
+    """``dataclasses.field`` with a default and ``flags(...)`` metadata."""
+    meta = flags(*aliases, negative=negative, cli=cli, argument=argument)
+    if isinstance(default, list | dict):
+        return dataclasses.field(default_factory=lambda: type(default)(default), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+@dataclasses.dataclass(kw_only=True)
+class RaySettings:
+    """Where to run: this process, or Ray workers (runtime settings: a run resumes either way)."""
+
+    ray: bool = False
+    """Run on Ray: a local cluster unless --ray-address is given."""
+    ray_address: str | None = None
+    """Ray cluster to run on (auto, HOST:6379, ray://HOST:10001); implies --ray."""
+    workers: Positive | None = None
+    """Ray workers [one per CPU, or per GPU for hf models]."""
+
+    def ray_target(self) -> str | None:
+        """Returns None (no Ray), ``local`` or a cluster address; refuses workers without Ray."""
+        target = self.ray_address or ("local" if self.ray else None)
+        if self.workers is not None and target is None:
+            raise ConfigError("--workers sets the number of Ray workers: add --ray")
+        return target
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of dataclass ``cls`` and its bases, by field name (a
+    subclass's docstring wins)."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass) or klass is object:
+            continue
+        try:
+            source = textwrap.dedent(inspect.getsource(klass))
+        except (OSError, TypeError):
+            continue
+        body = typing.cast(ast.ClassDef, ast.parse(source).body[0]).body
+        for node, after in zip(body, body[1:], strict=False):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                docs[node.target.id] = " ".join(after.value.value.replace("``", "").split())
+    return docs
+
+
+def core_type(annotation: Any) -> Any:
+    """``Annotated[X, ...]`` -> X; ``X | None`` -> X."""
+    if typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return core_type(args[0])
+    return annotation
+
+
+def choices_of(annotation: Any) -> tuple[str, ...] | None:
+    """The values a ``Literal`` field allows, else None."""
+    core = core_type(annotation)
+    return typing.get_args(core) if typing.get_origin(core) is Literal else None
+
+
+def kind_of(annotation: Any) -> str:
+    """How a field is read from the command line: bool, int, float, path, params, list or str."""
+    core = core_type(annotation)
+    origin = typing.get_origin(core)
+    if origin is dict:
+        return "params"
+    if origin in (list, tuple):
+        return "list"
+    return {bool: "bool", int: "int", float: "float", Path: "path"}.get(core, "str")
+
+
+CLI_TYPES = {"bool": bool, "int": int, "float": float, "path": Path, "params": list[str]}
+
+
+def default_of(f: dataclasses.Field) -> Any:
+    """A field's default (its factory called), or ``dataclasses.MISSING``."""
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+def parse_params(items: list[str] | None) -> dict[str, Any] | None:
+    """``["lam=1", "prompt_style=single"]`` -> ``{"lam": 1, "prompt_style": "single"}``.
+
+    Values are read as JSON where they parse (numbers, true/false, null, lists), else kept as
+    strings. Returns None when no item is given, so a config file's ``params`` stay.
+    """
+    if not items:
+        return None
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--param takes KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def choose(
+    cls: type, given: Mapping[str, Any], config: Path | None, *, lists: tuple[str, ...] = ()
+) -> dict[str, list[Any]]:
+    """Every setting of ``cls`` a user chose, file first and flags on top, checked: each as a
+    list of values (several only for the ``lists`` fields)."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    chosen: dict[str, Any] = read_config(config) if config is not None else {}
+    for key in chosen:
+        if key not in hints:
+            raise ConfigError(
+                f"unknown setting {key!r}{did_you_mean(key, hints)} in {config}; "
+                f"valid settings: {', '.join(hints)}"
+            )
+    for key, value in given.items():
+        if value is None:
+            continue
+        if kind_of(hints[key]) == "params":
+            value = {**chosen.get(key, {}), **(parse_params(value) or {})}
+        chosen[key] = value
+    out: dict[str, list[Any]] = {}
+    for key, value in chosen.items():
+        kind = kind_of(hints[key])
+        if kind == "list" and isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if key in lists and isinstance(value, str):
+            values = [v.strip() for v in value.split(",") if v.strip()]
+        else:
+            values = [value]
+        choices = choices_of(hints[key])
+        for v in values:
+            if choices and v is not None and v not in choices:
+                raise UnknownNameError("--" + key.replace("_", "-"), str(v), choices)
+        out[key] = values
+    return out
+
+
+def build(cls: type[C], values: Mapping[str, Any]) -> C:
+    """An instance of dataclass ``cls`` from setting values, validated by pydantic; a missing or
+    bad value is a ``ConfigError`` naming its flag."""
+    from pydantic import TypeAdapter, ValidationError
+
+    missing = [
+        f.name
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        if default_of(f) in (dataclasses.MISSING, Ellipsis) and f.name not in values
+    ]
+    if missing:
+        names = ", ".join("--" + m.replace("_", "-") for m in missing)
+        raise ConfigError(f"missing {names} (on the command line or in --config FILE)")
+    try:
+        instance = TypeAdapter(cls).validate_python(dict(values))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(x) for x in err["loc"])
+        flag = "--" + key.replace("_", "-")
+        raise ConfigError(
+            f"bad value for {flag}: {err['msg']} (got {err.get('input')!r})"
+        ) from None
+    vars(instance)[GIVEN] = frozenset(values)  # not a field: asdict and equality ignore it
+    return instance
+
+
+def given_settings(instance: Any) -> frozenset[str]:
+    """Returns the names of the settings chosen for a ``build`` instance (file or flags), as
+    opposed to left at their defaults; empty for an instance built otherwise."""
+    return vars(instance).get(GIVEN, frozenset())
+
+
+def resolved(cfg: Any) -> dict[str, Any]:
+    """The config as JSON-ready data, for the ``config.json`` every run folder holds."""
+    return json.loads(json.dumps(dataclasses.asdict(cfg), default=str))
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """Returns the settings in the YAML or TOML file at ``path`` (TOML by its suffix); raises
+    ``ConfigError`` for a missing, unreadable or malformed file, or one that is not a mapping."""
+    if not path.exists():
+        raise ConfigError(f"config file {path} does not exist")
+    if not path.is_file():
+        raise ConfigError(f"config file {path} is not a file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc.strerror}") from None
+    import yaml
+
+    try:
+        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"config file {path} is not valid: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of settings")
+    return data
