@@ -83,9 +83,9 @@ from stratagem.backends.base import Sampling
 from stratagem.backends.hf import HFBackend
 from stratagem.episode import EpisodeSpec
 from stratagem.errors import ConfigError
-from stratagem.game import Seat
+from stratagem.game import Game, Seat
 from stratagem.games import get_game
-from stratagem.games.bargaining import BUYER, SELLER, Bargaining
+from stratagem.games.bargaining import BUYER, SELLER
 from stratagem.metrics.bargaining import ROLES
 from stratagem.play import play
 from stratagem.seeding import derive
@@ -106,11 +106,12 @@ from stratagem.training.bargaining_report import (
     tournament_slice,
     write_json,
 )
-from stratagem.training.bargaining_rollouts import ContextLimit, Reward, RoleRollouts, reward
+from stratagem.training.bargaining_rollouts import ContextLimit, Reward, reward, role_game
 from stratagem.training.checkpoints import TrainerState
 from stratagem.training.grpo import Log, StepRollouts, train_grpo
 from stratagem.training.packing import Turn as Sample
 from stratagem.training.policy import load_base
+from stratagem.training.rollouts import opponent as opponent_agent
 
 POLICY = "policy"  # the trained agent's name in evaluation traces
 
@@ -273,21 +274,14 @@ def samples_from(groups: list[Group], args: BargainingArgs) -> list[Sample]:
 # ---- checkpoint evaluation: a tournament slice ----
 
 
-def bargaining_game(split: str, max_rounds: int) -> Bargaining:
-    """The bargaining game on the catalog's ``split``, with the round limit ``max_rounds``."""
-    game = get_game("bargaining", split=split, max_rounds=max_rounds)
-    assert isinstance(game, Bargaining)
-    return game
-
-
-def training_game(args: BargainingArgs) -> Bargaining:
+def training_game(args: BargainingArgs) -> Game:
     """The training split, at the training round limit."""
-    return bargaining_game("train", args.max_rounds)
+    return get_game("bargaining", split="train", max_rounds=args.max_rounds)
 
 
-def evaluation_game(args: BargainingArgs) -> Bargaining:
+def evaluation_game(args: BargainingArgs) -> Game:
     """The validation split, at the training round limit."""
-    return bargaining_game("validation", args.max_rounds)
+    return get_game("bargaining", split="validation", max_rounds=args.max_rounds)
 
 
 def evaluate_model(model: Any, tokenizer: Any, args: BargainingArgs, label: str) -> dict[str, Any]:
@@ -342,17 +336,18 @@ class BargainingTask:
         self.game = training_game(args)
         self.evaluates = args.evaluates
         self.agent: ContextLimit | None = None
-        self.opponent = get_strategy("bargaining", args.opponent)
+        self.backend: HFBackend | None = None
+        self.opponent = opponent_agent("bargaining", args.opponent)
 
     def start(self, policy: Any, tokenizer: Any) -> None:
         """Builds the rollout agent; evaluates the base model once when starting from an
         adapter."""
         args = self.args
-        backend = HFBackend.from_model(
+        self.backend = HFBackend.from_model(
             policy, tokenizer, model_id=f"bargaining:{args.model}", prefix_reuse=True
         )
         sampling = Sampling(args.temperature, 1.0, args.max_new_tokens)
-        llm = LLMAgent(backend, self.game, sampling, name=POLICY)
+        llm = LLMAgent(self.backend, self.game, sampling, name=POLICY)
         self.agent = ContextLimit(llm, tokenizer, context_of(policy, args), args.max_new_tokens)
         if args.evaluates and args.adapter and not (args.out / BASE_EVAL).exists():
             write_json(args.out / BASE_EVAL, evaluate_base(args))
@@ -360,10 +355,10 @@ class BargainingTask:
     def rollouts(self, step: int) -> StepRollouts:
         """The step's rollouts in both roles, their rewards and the answers they train (an
         overflowed rollout's answers weigh 0 and are left out)."""
-        assert self.agent is not None, "start() builds the agent"
-        self.agent.agent.backend.reset_prefix_cache()  # the weights changed: no stale KV
+        assert self.agent is not None and self.backend is not None, "start() builds the agent"
+        self.backend.reset_prefix_cache()  # the weights changed: no stale KV
         specs = rollout_specs(self.agent, self.opponent, self.args, step)
-        traces = list(play(RoleRollouts(self.game), specs, max_live=len(specs)))
+        traces = list(play(role_game(self.game), specs, max_live=len(specs)))
         groups = step_groups(traces, self.args)
         samples = [s for s in samples_from(groups, self.args) if s.weight > 0]
         return StepRollouts(samples, step_summary(groups))

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from stratagem.episode import EpisodeSpec
+from stratagem.game import Game
 from stratagem.games.bargaining import BUYER, SELLER, Bargaining
 from stratagem.metrics.bargaining import ROLES, negotiation_rows
 from stratagem.metrics.estimate import Estimate, mean_estimate
 from stratagem.play import play
 from stratagem.seeding import derive
-from stratagem.strategies import get_strategy
 from stratagem.training.checkpoints import TrainerState
+from stratagem.training.rollouts import opponent as opponent_agent
 
 BASE_EVAL = "base_eval.json"
 
@@ -31,7 +32,7 @@ def evaluation_specs(
     column of a round robin on the same scenarios)."""
     specs = []
     for name in opponents:
-        opponent = get_strategy("bargaining", name)
+        opponent = opponent_agent("bargaining", name)
         for i, scenario in enumerate(scenarios):
             episode_seed = derive(seed, "bargaining-eval", i)
             for seat in (SELLER, BUYER):
@@ -43,13 +44,15 @@ def evaluation_specs(
 
 
 def tournament_slice(
-    game: Bargaining, agent: Any, opponents: list[str], gft: int, ngft: int, seed: int
+    game: Game, agent: Any, opponents: list[str], gft: int, ngft: int, seed: int
 ) -> dict[str, Any]:
     """Plays ``agent`` against ``opponents`` in both roles on ``gft`` + ``ngft`` scenarios of
     ``game`` and returns its row: per role the GFT ``deal_rate``, ``surplus_share`` (valid
     deals), ``violation`` and the NGFT ``ngft_violation`` (keys ``seller/deal_rate`` ...), and
     ``score``, each ``{"value", "stderr", "n"}``."""
-    scenarios = game.tournament_scenarios(gft, ngft, seed)
+    catalog = game
+    assert isinstance(catalog, Bargaining), "a tournament slice plays the bargaining game"
+    scenarios = catalog.tournament_scenarios(gft, ngft, seed)
     specs = evaluation_specs(agent, opponents, scenarios, seed)
     rows = [r for r in negotiation_rows(play(game, specs)) if r["agent"] == agent.name]
     out: dict[str, Any] = {}

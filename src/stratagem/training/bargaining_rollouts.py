@@ -7,13 +7,13 @@ where they depart from the paper are described in ``bargaining_grpo``'s module d
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from stratagem.agent import Decision
 from stratagem.agents.llm import LLMAgent
 from stratagem.errors import GameError
-from stratagem.game import Observation, Seat, chat_for
-from stratagem.games.bargaining import SELLER, Bargaining, Call, Turn
+from stratagem.game import Game, Observation, Seat, chat_for
+from stratagem.games.bargaining import SELLER, Call, Turn
 from stratagem.metrics.bargaining import consistency_checks
 from stratagem.trace import Trace
 from stratagem.training.rollouts import RolloutState
@@ -128,7 +128,7 @@ class RoleRollouts:
     """``game``, where ``from_scenario((r, seat), seed)`` plays rollout r of the group of
     ``seed`` with the trained agent in ``seat`` (``rollouts.RolloutGame`` for either seat)."""
 
-    def __init__(self, game: Bargaining):
+    def __init__(self, game: Game):
         """Wrap ``game``."""
         self._game = game
 
@@ -139,3 +139,9 @@ class RoleRollouts:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._game, name)
+
+
+def role_game(game: Game) -> Game:
+    """``RoleRollouts(game)``, typed as the game it forwards every member to (``Game``'s class
+    variables cannot be declared by a wrapper of any game)."""
+    return cast(Game, RoleRollouts(game))

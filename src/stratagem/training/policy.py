@@ -7,15 +7,48 @@ are bit-reproducible. The LoRA's initial weights follow the run's seed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
 from stratagem.backends.embedded import EMBEDDED, embedded_dir
 from stratagem.seeding import derive
-from stratagem.training.args import PolicyArgs
 
 TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj"]  # the attention projections
+
+
+class PolicySettings(Protocol):
+    """What ``load_policy`` reads (``args.PolicyArgs`` and ``args.RunArgs`` together)."""
+
+    @property
+    def model(self) -> str:
+        """The model: ``embedded``, a Hugging Face id or a folder."""
+        ...
+
+    @property
+    def adapter(self) -> str | None:
+        """Starting adapters to merge, comma-separated."""
+        ...
+
+    @property
+    def lora_rank(self) -> int:
+        """The LoRA's rank."""
+        ...
+
+    @property
+    def lora_alpha(self) -> int:
+        """The LoRA's α."""
+        ...
+
+    @property
+    def lora_dropout(self) -> float:
+        """The LoRA's dropout."""
+        ...
+
+    @property
+    def seed(self) -> int:
+        """The run's seed: the LoRA's initial weights derive from it."""
+        ...
 
 
 def model_path(model: str) -> str:
@@ -39,7 +72,7 @@ def load_base(model: str) -> tuple[Any, Any]:
     return base.to("cuda" if gpu else "cpu"), tokenizer
 
 
-def load_policy(args: PolicyArgs) -> tuple[Any, Any]:
+def load_policy(args: PolicySettings) -> tuple[Any, Any]:
     """The base model (with the starting adapters merged in, if any), a fresh trainable LoRA on
     top, and the tokenizer. The merged weights are what disabling the LoRA gives: the KL
     reference."""

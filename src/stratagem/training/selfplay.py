@@ -77,6 +77,7 @@ from stratagem.training.args import (
 )
 from stratagem.training.checkpoints import Checkpoints, TrainerState
 from stratagem.training.policy import load_policy
+from stratagem.training.rollouts import opponent as opponent_agent
 from stratagem.training.selfplay_data import kept_seats, sft_rows
 from stratagem.training.selfplay_report import evaluation_row, write_reports
 from stratagem.training.trl_config import IGNORE, sft_config
@@ -301,11 +302,10 @@ def stalled(values: Sequence[float], patience: int) -> bool:
 def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
     """Run (or resume) filtered-BC self-play; returns the run folder."""
     from stratagem.games import get_game
-    from stratagem.strategies import get_strategy
 
     args.check()
     game = get_game("dond", lam=args.lam, max_turns=args.max_turns)
-    opponent = get_strategy("dond", args.opponent)
+    opponent = opponent_agent("dond", args.opponent)
     policy, tokenizer = load_policy(args)
     runtime = {
         "iterations": args.iterations,

@@ -49,7 +49,7 @@ import dataclasses
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from stratagem.agent import Agent
 from stratagem.agents.llm import LLMAgent
@@ -62,13 +62,17 @@ from stratagem.games import get_game
 from stratagem.metrics.sepo import SEPOGame, as_sepo_game
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
-from stratagem.strategies import get_pools, get_strategy
+from stratagem.strategies import get_pools
 from stratagem.trace import Trace
 from stratagem.training.args import GRPOArgs, check_policy, require_at_least
 from stratagem.training.checkpoints import TrainerState
 from stratagem.training.grpo import Log, StepRollouts, train_grpo
-from stratagem.training.rollouts import RolloutGame
+from stratagem.training.rollouts import group_game
+from stratagem.training.rollouts import opponent as opponent_agent
 from stratagem.training.sepo_rewards import Penalty, groups_for, step_groups, turns_from
+
+if TYPE_CHECKING:
+    from stratagem.backends.vllm import TrainerVLLMBackend
 
 
 @dataclass
@@ -176,7 +180,7 @@ def rollout_specs(agent: Agent, game: Game, args: SEPOArgs, step: int) -> list[E
     specs = []
 
     def spec(episode_id: str, seed: int, opponent: str, meta: dict, rollout=None) -> EpisodeSpec:
-        agents = (agent, get_strategy(game.name, opponent))
+        agents = (agent, opponent_agent(game.name, opponent))
         return EpisodeSpec(episode_id, seed, agents, {"seat": 0, **meta}, scenario=rollout)
 
     for pool, name in groups_for(game.name, args.penalty):
@@ -202,20 +206,26 @@ def rollout_specs(agent: Agent, game: Game, args: SEPOArgs, step: int) -> list[E
     return specs
 
 
-def rollout_agent(policy, tokenizer, game: Game, args: SEPOArgs) -> LLMAgent:
-    """The agent that plays the rollouts, sampling at ``args.temperature``: the policy through
-    transformers (``hf``), or through a vLLM engine (``vllm``, ``TrainerVLLMBackend``: the base
-    weights with the SFT adapter merged are written once to ``out/rollout/base``, and the
-    policy's LoRA is saved and reloaded whenever the loop calls ``reset_prefix_cache``, i.e.
-    after each step)."""
+def rollout_agent(policy: Any, tokenizer: Any, game: Game, args: SEPOArgs) -> LLMAgent:
+    """The agent that plays the rollouts, sampling at ``args.temperature`` on
+    ``rollout_backend``."""
+    sampling = Sampling(args.temperature, 1.0, args.max_new_tokens)
+    return LLMAgent(rollout_backend(policy, tokenizer, args), game, sampling, fallback="sample")
+
+
+def rollout_backend(policy: Any, tokenizer: Any, args: SEPOArgs) -> HFBackend | TrainerVLLMBackend:
+    """The backend of the rollouts: the policy through transformers (``hf``), or a vLLM engine
+    (``vllm``, ``TrainerVLLMBackend``: the base weights with the SFT adapter merged are written
+    once to ``out/rollout/base``, and the policy's LoRA is saved and reloaded whenever the loop
+    calls ``reset_prefix_cache``, i.e. after each step)."""
     model_id = f"sepo:{args.model}"
     if args.rollout_engine == "vllm":
-        from stratagem.backends.vllm import TrainerVLLMBackend
+        from stratagem.backends.vllm import TrainerVLLMBackend  # noqa: F811 (loaded on use)
 
         served = None  # the policy's base as written by the backend: the SFT adapter merged
         if not args.adapter:
             served = str(embedded_dir()) if args.model == EMBEDDED else args.model
-        backend: Any = TrainerVLLMBackend(
+        return TrainerVLLMBackend(
             policy,
             tokenizer,
             args.out / "rollout",
@@ -224,17 +234,14 @@ def rollout_agent(policy, tokenizer, game: Game, args: SEPOArgs) -> LLMAgent:
             lora_rank=args.lora_rank,
             seed=args.seed,
         )
-    else:
-        backend = HFBackend.from_model(policy, tokenizer, model_id=model_id, prefix_reuse=True)
-    sampling = Sampling(args.temperature, 1.0, args.max_new_tokens)
-    return LLMAgent(backend, game, sampling, fallback="sample")
+    return HFBackend.from_model(policy, tokenizer, model_id=model_id, prefix_reuse=True)
 
 
 def rollout(agent: LLMAgent, args: SEPOArgs, step: int) -> list[Trace]:
     """Plays the step's episodes together (one batched generation per tick); rollouts of a
     group share their episode seed and differ only in the agent's sampling."""
     specs = rollout_specs(agent, agent.game, args, step)
-    return list(play(RolloutGame(agent.game), specs, max_live=len(specs)))
+    return list(play(group_game(agent.game), specs, max_live=len(specs)))
 
 
 # ---- the loop ----
@@ -251,15 +258,19 @@ class SEPOTask:
         self.game = get_game(args.game)
         self.evaluates = bool(args.eval_episodes)
         self.agent: LLMAgent | None = None
+        self.backend: HFBackend | TrainerVLLMBackend | None = None
 
     def start(self, policy: Any, tokenizer: Any) -> None:
         """Builds the rollout agent on the policy."""
-        self.agent = rollout_agent(policy, tokenizer, self.game, self.args)
+        args = self.args
+        self.backend = rollout_backend(policy, tokenizer, args)
+        sampling = Sampling(args.temperature, 1.0, args.max_new_tokens)
+        self.agent = LLMAgent(self.backend, self.game, sampling, fallback="sample")
 
     def rollouts(self, step: int) -> StepRollouts:
         """The step's rollouts, their groups' shaped rewards and the turns they train."""
-        assert self.agent is not None, "start() builds the agent"
-        self.agent.backend.reset_prefix_cache()  # the weights changed: no stale KV
+        assert self.agent is not None and self.backend is not None, "start() builds the agent"
+        self.backend.reset_prefix_cache()  # the weights changed: no stale KV
         traces = rollout(self.agent, self.args, step)
         groups = step_groups(traces, self.game, self.args)
         summary = {
