@@ -75,7 +75,7 @@ from stratagem.training.args import (
     check_lora_dropout,
     require_at_least,
 )
-from stratagem.training.checkpoints import Checkpoints, TrainerState
+from stratagem.training.checkpoints import Checkpoints, NoOptimizer, TrainerState
 from stratagem.training.policy import load_policy
 from stratagem.training.rollouts import opponent as opponent_agent
 from stratagem.training.selfplay_data import kept_seats, sft_rows
@@ -244,18 +244,6 @@ def play_games(game: Game, specs: Sequence[EpisodeSpec], path: Path, key: str, m
 
 
 # ---- the SFT ----
-
-
-class NoOptimizer:
-    """Stands in for the optimiser in checkpoints: every iteration's SFT starts a fresh one, so no
-    optimiser state crosses an iteration boundary."""
-
-    def state_dict(self) -> dict:
-        """Nothing to save."""
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        """Nothing to restore."""
 
 
 def fine_tune(
