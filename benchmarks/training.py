@@ -33,12 +33,15 @@ import json, sys, time, torch
 from dataclasses import asdict
 from stratagem.training import sepo
 from stratagem.training.logprobs import full_logits_sequence_logprobs, sequence_logprobs
+from stratagem.training.packing import Turn, pack, per_decision
+from stratagem.training.policy import load_policy
+from stratagem.training.update import update
 spec = json.loads(open(sys.argv[1]).read())
 mode, logits, repeats = sys.argv[2], sys.argv[3], int(sys.argv[4])
 args = sepo.SEPOArgs(**spec["args"]).resolved()
-policy, _ = sepo.load_policy(args)
-turns = [sepo.Turn(**t) for t in spec["turns"]]
-sequences = sepo.pack(turns) if mode == "packed" else sepo.per_decision(turns)
+policy, _ = load_policy(args)
+turns = [Turn(**t) for t in spec["turns"]]
+sequences = pack(turns) if mode == "packed" else per_decision(turns)
 params = [p for p in policy.parameters() if p.requires_grad]
 optimizer = torch.optim.AdamW(params, lr=args.learning_rate)
 fn = full_logits_sequence_logprobs if logits == "full" else sequence_logprobs
@@ -51,7 +54,7 @@ before = rss("VmRSS:")
 seconds = []
 for _ in range(repeats):
     start = time.perf_counter()
-    sepo.update(policy, optimizer, params, sequences, args, logprobs=fn)
+    update(policy, optimizer, params, sequences, args, logprobs=fn)
     seconds.append(time.perf_counter() - start)
 print(json.dumps({"seconds": seconds, "mib": rss("VmHWM:") - before,
                   "tokens": sum(len(s.ids) for s in sequences), "sequences": len(sequences)}))
@@ -65,11 +68,12 @@ def rollouts(game: str, adapter: str | None, n: int, max_new_tokens: int, reuse:
     from stratagem.backends.hf import HFBackend
     from stratagem.games import get_game
     from stratagem.training import sepo
+    from stratagem.training.policy import load_policy
 
     args = sepo.SEPOArgs(
         game=game, adapter=adapter, rollouts=n, max_new_tokens=max_new_tokens, out=Path("unused")
     ).resolved()
-    policy, tokenizer = sepo.load_policy(args)
+    policy, tokenizer = load_policy(args)
     policy.eval()
     backend = HFBackend.from_model(policy, tokenizer, "bench", prefix_reuse=reuse)
     agent = LLMAgent(

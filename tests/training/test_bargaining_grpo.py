@@ -17,7 +17,11 @@ from stratagem.games.bargaining import Bargaining, Call, Turn
 from stratagem.games.bargaining.catalog import Item, Scenario
 from stratagem.strategies.bargaining import offer
 from stratagem.training import bargaining_grpo as bg
+from stratagem.training import bargaining_report as report
+from stratagem.training import bargaining_rollouts as br
+from stratagem.training.args import field_docs
 from stratagem.training.bargaining_grpo import BargainingArgs, Reward, reward
+from stratagem.training.packing import pack
 
 ITEM = Item("Desk lamp", "home", "A brass desk lamp.", 80.0, 250.0)
 WAIT = Call("wait_for_response")
@@ -132,7 +136,7 @@ def test_ir_penalty_off_is_the_paper_and_on_penalises_violations_and_credits_wal
     )
     off, on = reward(violation, 1), reward(violation, 1, ir_penalty=True)
     assert terms(off) == (1.0, 1.0, 1.0, 0.0, 0.0, False) and off.total == 3.0
-    assert on.ir == -bg.IR_PENALTY == -1.0 and on.total == 2.0
+    assert on.ir == -br.IR_PENALTY == -1.0 and on.total == 2.0
     # GFT, accepted above v_b: the surplus term is 0 (clipped), the penalty the same
     gft = negotiate(1, [code("respond_to_offer(response=True)")], [offer(240.0)])
     assert terms(reward(gft, 1)) == (1.0, 1.0, 1.0, 0.0, 0.0, False)
@@ -158,7 +162,7 @@ def test_ir_penalty_off_is_the_paper_and_on_penalises_violations_and_credits_wal
     )
     for trace in (quit, limit):
         assert reward(trace, 0).total == 3.0
-        assert reward(trace, 0, ir_penalty=True).ir == bg.WALK_AWAY_CREDIT == 1.0
+        assert reward(trace, 0, ir_penalty=True).ir == br.WALK_AWAY_CREDIT == 1.0
         assert reward(trace, 0, ir_penalty=True).total == 4.0
     # a GFT walk-away earns nothing either way
     gft_quit = negotiate(
@@ -168,7 +172,7 @@ def test_ir_penalty_off_is_the_paper_and_on_penalises_violations_and_credits_wal
 
 
 def test_an_overflow_zeroes_the_reward_even_where_walking_away_would_earn_credit():
-    overflow = Decision(bg.QUIT, status="fallback", info={"overflow": True, "prompt_tokens": 9})
+    overflow = Decision(br.QUIT, status="fallback", info={"overflow": True, "prompt_tokens": 9})
     trace = negotiate(
         0, [code("make_offer(price=190)"), overflow], [offer(100.0)], v_s=150.0, v_b=120.0
     )
@@ -190,7 +194,7 @@ def sampled(answer: str, prompt: list[int], n: int, logprob: float) -> Decision:
 
 
 def test_advantages_and_loss_weights_with_an_overflowed_rollout():
-    overflow = Decision(bg.QUIT, status="fallback", info={"overflow": True})
+    overflow = Decision(br.QUIT, status="fallback", info={"overflow": True})
     # the second prompt continues the first prompt and answer, as a rollout's chat does
     kept = negotiate(
         0,
@@ -213,7 +217,7 @@ def test_advantages_and_loss_weights_with_an_overflowed_rollout():
     assert [s.weight for s in samples] == [0.25, 0.25, 0.0]
     assert [len(s.token_ids) for s in samples] == [4, 2, 3]
     assert samples[0].old_logprobs == [-1.0] * 4
-    (sequence,) = bg.pack([s for s in samples if s.weight > 0])  # the overflowed one is out
+    (sequence,) = pack([s for s in samples if s.weight > 0])  # the overflowed one is out
     assert sequence.ids == [1, 2, 3, 10, 11, 12, 13, 5, 10, 11]
     assert sequence.positions == [3, 4, 5, 6, 8, 9]
     assert sequence.weights == [0.0625] * 4 + [0.125] * 2
@@ -225,7 +229,7 @@ def test_stage_table_and_options():
         "seller/deal_rate": {"value": 0.5, "stderr": 0.125, "n": 4},
         "seller/surplus_share": {"value": 0.0, "stderr": 0.0, "n": 0},
     }
-    table = bg.stage_table([("SFT", row)])
+    table = report.stage_table([("SFT", row)])
     assert table.splitlines()[2] == ("| SFT | seller | 50.0 ± 12.5 | – | – | – | 25.0 ± 5.0 |")
     for bad, message in (
         (dict(rollouts=1), "--rollouts must be at least 2 (GRPO compares rollouts)"),
@@ -253,8 +257,8 @@ def test_tournament_slice_matches_the_tournament_metrics():
 
     game = get_game("bargaining", split="validation")
     agent = get_strategy("bargaining", "Conceder")
-    row = bg.tournament_slice(game, agent, ["Boulware", "Linear"], 6, 3, seed=5)
-    specs = bg.evaluation_specs(
+    row = report.tournament_slice(game, agent, ["Boulware", "Linear"], 6, 3, seed=5)
+    specs = report.evaluation_specs(
         agent, ["Boulware", "Linear"], game.tournament_scenarios(6, 3, 5), 5
     )
     assert len(specs) == 2 * 9 * 2
@@ -311,16 +315,16 @@ def rollouts(args, step=0):
     from stratagem.games import get_game
     from stratagem.play import play
     from stratagem.strategies import get_strategy
-    from stratagem.training.sepo import load_policy
+    from stratagem.training.policy import load_policy
 
     game = get_game("bargaining", split="train", max_rounds=args.max_rounds)
     policy, tokenizer = load_policy(args)
     policy.eval()
     backend = HFBackend.from_model(policy, tokenizer, "tiny", prefix_reuse=True)
     llm = LLMAgent(backend, game, Sampling(args.temperature, 1.0, args.max_new_tokens), name="p")
-    agent = bg.ContextLimit(llm, tokenizer, bg.context_of(policy, args), args.max_new_tokens)
+    agent = br.ContextLimit(llm, tokenizer, bg.context_of(policy, args), args.max_new_tokens)
     specs = bg.rollout_specs(agent, get_strategy("bargaining", "Boulware"), args, step)
-    return list(play(bg.RoleRollouts(game), specs)), policy, agent
+    return list(play(br.RoleRollouts(game), specs)), policy, agent
 
 
 @pytest.mark.slow
@@ -350,7 +354,7 @@ def test_context_overflow_ends_the_episode_with_zero_reward_and_zero_weight(
     samples = bg.samples_from(groups, args)
     for g in groups:
         for t, r in zip(g.traces, g.rewards, strict=True):
-            assert r.overflow == bg.overflowed(t, g.seat)
+            assert r.overflow == br.overflowed(t, g.seat)
             if r.overflow:  # whatever the walk-away credit would have been
                 assert r.total == 0.0
                 assert {s.weight for s in samples if s.episode == t.episode_id} == {0.0}
@@ -458,7 +462,7 @@ def test_the_command_takes_every_field_as_an_option_and_refuses_bad_values_in_on
 
     from stratagem.cli import train as cli
 
-    docs = cli.field_docs(BargainingArgs)
+    docs = field_docs(BargainingArgs)
     names = [f.name for f in dataclasses.fields(BargainingArgs)]
     assert set(docs) == set(names) and all(docs.values())
     chosen = cli.settings(BargainingArgs, {"eval_opponents": "Boulware,Linear"}, None)

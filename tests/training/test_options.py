@@ -9,13 +9,18 @@ import typer
 
 from stratagem.cli import train as cli
 from stratagem.errors import ConfigError, UnknownNameError
+from stratagem.training.args import field_docs
+from stratagem.training.bargaining_grpo import BargainingArgs
+from stratagem.training.selfplay import SelfPlayArgs
 from stratagem.training.sepo import SEPOArgs
 from stratagem.training.sft import SFTArgs
 
 
-@pytest.mark.parametrize("cls", [SEPOArgs, SFTArgs])
-def test_every_field_has_a_docstring_and_an_option(cls):
-    docs = cli.field_docs(cls)
+@pytest.mark.parametrize("cls", [SEPOArgs, SFTArgs, SelfPlayArgs, BargainingArgs])
+def test_every_field_has_a_docstring_and_an_option(cls, monkeypatch):
+    # the settings classes inherit option groups: their docstrings are read along the MRO
+    monkeypatch.setattr(cli, "field_docs", field_docs)
+    docs = field_docs(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     assert set(docs) == set(names), set(names) - set(docs)
     assert all(docs[n] for n in names)

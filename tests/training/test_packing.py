@@ -8,7 +8,8 @@ import torch
 
 from stratagem.training import sepo
 from stratagem.training.logprobs import sequence_logprobs
-from stratagem.training.sepo import Turn, pack, per_decision
+from stratagem.training.packing import Turn, pack, per_decision
+from stratagem.training.policy import load_policy
 
 pytestmark = pytest.mark.slow  # the tiny LM: seconds
 
@@ -31,7 +32,7 @@ def rollouts(tiny_model, tmp_path_factory):
         lora_dropout=0.0,
     ).resolved()
     game = get_game("ipd")
-    policy, tokenizer = sepo.load_policy(args)
+    policy, tokenizer = load_policy(args)
     policy.eval()
     backend = HFBackend.from_model(policy, tokenizer, "tiny", prefix_reuse=True)
     agent = LLMAgent(backend, game, Sampling(0.8, 1.0, 6), fallback="sample")

@@ -23,6 +23,7 @@ from stratagem.play import play
 from stratagem.strategies import get_strategy
 from stratagem.training import sepo
 from stratagem.training.logprobs import sequence_logprobs
+from stratagem.training.policy import load_policy
 from stratagem.training.sepo import SEPOArgs, train_sepo
 from tests.scale.test_vllm import FAKE, FakeLoRARequest, FakeSamplingParams, chat
 
@@ -170,7 +171,7 @@ slow = pytest.mark.slow  # the tests below load the tiny model
 @slow
 def test_hf_is_the_default_rollout_engine(tiny_args, tmp_path):
     args = tiny_args(tmp_path).resolved()
-    policy, tokenizer = sepo.load_policy(args)
+    policy, tokenizer = load_policy(args)
     agent = sepo.rollout_agent(policy, tokenizer, get_game("kuhn"), args)
     assert isinstance(agent.backend, HFBackend) and agent.backend.model is policy
     assert agent.sampling.temperature == args.temperature and agent.fallback == "sample"
@@ -187,7 +188,7 @@ def test_the_base_is_written_with_the_sft_adapter_merged(
     from transformers import AutoModelForCausalLM
 
     args = tiny_args(tmp_path / "run", adapter=sft_adapter).resolved()
-    policy, tokenizer = sepo.load_policy(args)
+    policy, tokenizer = load_policy(args)
     move(policy, 0)  # SEPO's LoRA moved: the base must not include it
     write_base(policy, tokenizer, tmp_path / "base")
     assert not [k for k in load_file(tmp_path / "base/model.safetensors") if "lora" in k]
@@ -208,7 +209,7 @@ def test_each_sync_saves_the_adapter_and_loads_it_under_a_new_id(tiny_args, tmp_
     from safetensors.torch import load_file
 
     args = tiny_args(tmp_path).resolved()
-    policy, tokenizer = sepo.load_policy(args)
+    policy, tokenizer = load_policy(args)
     folder = tmp_path / "rollout"
     backend = TrainerVLLMBackend(
         policy, tokenizer, folder, model="served/model", lora_rank=4, seed=3, api=FAKE
@@ -258,7 +259,7 @@ def test_vllm_rollouts_sample_the_synced_policy(tiny_args, sft_adapter, tmp_path
         tmp_path, adapter=sft_adapter, game="ipd", lora_dropout=0.0, rollout_engine="vllm"
     ).resolved()
     game = get_game(args.game)
-    policy, tokenizer = sepo.load_policy(args)
+    policy, tokenizer = load_policy(args)
     policy.eval()
     agent = sepo.rollout_agent(policy, tokenizer, game, args)
     assert isinstance(agent.backend, TrainerVLLMBackend)

@@ -19,16 +19,10 @@ from stratagem.seeding import derive
 from stratagem.strategies import get_strategy
 from stratagem.trace import Trace, read_traces
 from stratagem.training import selfplay
-from stratagem.training.selfplay import (
-    SelfPlayArgs,
-    kept_seats,
-    label_runs,
-    seat_chat,
-    seat_tokens,
-    stalled,
-    train_selfplay,
-)
-from stratagem.training.sft import IGNORE
+from stratagem.training.args import field_docs
+from stratagem.training.selfplay import SelfPlayArgs, stalled, train_selfplay
+from stratagem.training.selfplay_data import kept_seats, label_runs, seat_chat, seat_tokens
+from stratagem.training.trl_config import IGNORE
 
 END = "<|im_end|>\n"  # how SmolLM2's template closes a turn
 
@@ -215,7 +209,7 @@ def test_the_command_is_registered_with_the_dataclass_options():
     command = typer.main.get_command(cli._trainers()).commands["selfplay"]
     flags = {d for p in command.params for d in p.opts}
     assert {"--games", "--iterations", "--patience", "--opponent", "--lam", "--adapter"} <= flags
-    docs = cli.field_docs(SelfPlayArgs)
+    docs = field_docs(SelfPlayArgs)
     assert set(docs) == {f.name for f in dataclasses.fields(SelfPlayArgs)}
 
 

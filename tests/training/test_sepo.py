@@ -11,8 +11,11 @@ import pytest
 import torch
 
 from stratagem.games import get_game
-from stratagem.training import sepo
+from stratagem.training import sepo, sepo_rewards
+from stratagem.training.packing import per_decision
+from stratagem.training.policy import load_policy
 from stratagem.training.sepo import SEPOArgs, train_sepo
+from stratagem.training.update import accumulate_gradients, reference_logprobs, update
 
 pytestmark = pytest.mark.slow
 
@@ -62,7 +65,7 @@ def rolled_out(tiny_args, tmp_path, **overrides):
 
     args = tiny_args(tmp_path, **overrides).resolved()
     game = get_game(args.game)
-    policy, tokenizer = sepo.load_policy(args)
+    policy, tokenizer = load_policy(args)
     policy.eval()
     backend = HFBackend.from_model(policy, tokenizer, "tiny", prefix_reuse=True)
     agent = LLMAgent(backend, game, Sampling(args.temperature, 1.0, 6), fallback="sample")
@@ -71,8 +74,8 @@ def rolled_out(tiny_args, tmp_path, **overrides):
 
 def gradients(policy, sequences, args):
     policy.zero_grad(set_to_none=True)
-    refs = sepo.reference_logprobs(policy, sequences, args)
-    sepo.accumulate_gradients(policy, sequences, refs, args)
+    refs = reference_logprobs(policy, sequences, args)
+    accumulate_gradients(policy, sequences, refs, args)
     return [p.grad.clone() for p in policy.parameters() if p.requires_grad]
 
 
@@ -85,15 +88,15 @@ def test_shared_penalty_is_not_zero_and_adds_zero_gradient_on_a_real_step(
     groups = sepo.step_groups(traces, game, args)
     assert all(p > 0 for g in groups for p in g.penalties)  # P = λe·e + λc·c + λx·x ≠ 0
     with_penalty = sepo.turns_from(groups, game, args)
-    monkeypatch.setattr(sepo, "subtract_penalty", lambda rewards, p: rewards)
+    monkeypatch.setattr(sepo_rewards, "subtract_penalty", lambda rewards, p: rewards)
     without = sepo.turns_from(sepo.step_groups(traces, game, args), game, args)
     assert [t.advantage for t in with_penalty] == pytest.approx(
         [t.advantage for t in without], abs=1e-9
     )
     assert any(t.advantage != 0 for t in without)
     policy.train()
-    a = gradients(policy, sepo.per_decision(with_penalty), args)
-    b = gradients(policy, sepo.per_decision(without), args)
+    a = gradients(policy, per_decision(with_penalty), args)
+    b = gradients(policy, per_decision(without), args)
     for x, y in zip(a, b, strict=True):
         assert torch.allclose(x, y, atol=1e-9)
     assert any(g.abs().sum() > 0 for g in a)  # the step does move the policy
@@ -108,7 +111,7 @@ def test_rollout_logprobs_are_the_old_policy_and_the_clip_binds_in_epoch_two(tin
     turns = sepo.turns_from(sepo.step_groups(traces, game, args), game, args)
     params = [p for p in policy.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=args.learning_rate)
-    first, second = sepo.update(policy, optimizer, params, sepo.per_decision(turns), args)
+    first, second = update(policy, optimizer, params, per_decision(turns), args)
     assert first["ratio_max_dev"] < 1e-4 and first["clipped"] == 0
     assert second["ratio_max_dev"] > 0.2 and second["clipped"] > 0
 
@@ -116,7 +119,7 @@ def test_rollout_logprobs_are_the_old_policy_and_the_clip_binds_in_epoch_two(tin
 def test_old_logprobs_follow_the_sampling_temperature(tiny_args, tmp_path):
     args, game, policy, traces = rolled_out(tiny_args, tmp_path, temperature=0.5)
     turns = sepo.turns_from(sepo.step_groups(traces, game, args), game, args)
-    seq = sepo.per_decision(turns)[0]
+    seq = per_decision(turns)[0]
     from stratagem.training.logprobs import sequence_logprobs
 
     with torch.no_grad():
@@ -133,7 +136,7 @@ def test_the_real_step_never_builds_full_vocabulary_logits(tiny_args, tmp_path):
     from torch.utils._python_dispatch import TorchDispatchMode
 
     args, game, policy, traces = rolled_out(tiny_args, tmp_path, game="ipd")
-    sequences = sepo.per_decision(sepo.turns_from(sepo.step_groups(traces, game, args), game, args))
+    sequences = per_decision(sepo.turns_from(sepo.step_groups(traces, game, args), game, args))
     vocab = policy.get_output_embeddings().weight.shape[0]
     assert max(len(s.ids) for s in sequences) > 10 * args.chunk
 
@@ -225,9 +228,7 @@ def test_sft_adapter_is_the_start_and_the_kl_reference(tiny_args, tiny_model, tm
         with sft.disable_adapter():
             base = sft(input_ids=ids).logits
     assert not torch.allclose(want, base)
-    policy, _ = sepo.load_policy(
-        tiny_args(tmp_path / "run", adapter=str(tmp_path / "sft")).resolved()
-    )
+    policy, _ = load_policy(tiny_args(tmp_path / "run", adapter=str(tmp_path / "sft")).resolved())
     with torch.no_grad():
         assert torch.allclose(policy(input_ids=ids).logits, want, atol=1e-5)
         with policy.disable_adapter():

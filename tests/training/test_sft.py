@@ -48,8 +48,8 @@ def test_loss_covers_every_assistant_turn_and_nothing_else():
     from transformers import AutoTokenizer
 
     from stratagem.backends.embedded import embedded_dir
-    from stratagem.training.sft import IGNORE, tokenize_chat
     from stratagem.training.sft_data import game_chats
+    from stratagem.training.trl_config import IGNORE, tokenize_chat
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_dir())
     chat = next(game_chats("ipd", 8))
@@ -76,8 +76,8 @@ def test_a_turn_row_trains_its_completion_only():
     from transformers import AutoTokenizer
 
     from stratagem.backends.embedded import embedded_dir
-    from stratagem.training.sft import IGNORE, tokenize_chat
     from stratagem.training.sft_data import game_chats
+    from stratagem.training.trl_config import IGNORE, tokenize_chat
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_dir())
     chat = next(game_chats("ipd", 8))

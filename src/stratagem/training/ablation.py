@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -39,7 +40,11 @@ def arms(base: SEPOArgs, axis: str, values: list[str]) -> list[SEPOArgs]:
         raise ConfigError(f"an ablation of {axis} needs at least two different values")
     if not base.eval_episodes:
         raise ConfigError("an ablation compares checkpoint evaluations: set eval_episodes > 0")
-    return [replace(base, out=base.out / f"{axis}-{value}", **{axis: value}) for value in values]
+    arms = []
+    for value in values:
+        changes: dict[str, Any] = {"out": base.out / f"{axis}-{value}", axis: value}
+        arms.append(replace(base, **changes))
+    return arms
 
 
 def run_ablation(base: SEPOArgs, axis: str, values: list[str], log=print) -> pd.DataFrame:

@@ -187,6 +187,18 @@ class Checkpoints:
             shutil.rmtree(old)
 
 
+class NoOptimizer:
+    """Stands in for the optimiser in checkpoints of a trainer that starts a fresh optimiser in
+    every iteration (self-play's SFT jobs), so no optimiser state crosses an iteration boundary."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """Nothing to save."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Nothing to restore."""
+
+
 def complete_checkpoints(out: Path) -> list[Path]:
     """The finished ``checkpoint-N`` folders of a run, oldest first."""
     found = [d for d in Path(out).glob("checkpoint-*") if (d / "COMPLETE").exists()]

@@ -111,7 +111,7 @@ def cfr_policies(
     """
     from stratagem.solvers.cfr import ALGORITHMS, CFRSolver
 
-    out = []
+    out: list[Policy] = []
     for tree in trees:
         solver = CFRSolver(tree.root, ALGORITHMS[algorithm])
         solver.iterate(iterations)

@@ -14,10 +14,12 @@ makes n batched generation calls per tick instead of one.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
+from stratagem.agent import Agent
 from stratagem.game import Game, Observation, Seat
 from stratagem.seeding import derive
+from stratagem.strategies import get_strategy
 
 
 class RolloutState:
@@ -54,3 +56,15 @@ class RolloutGame:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._game, name)
+
+
+def group_game(game: Game, seat: Seat = 0) -> Game:
+    """``RolloutGame(game, seat)``, typed as the game it forwards every member to (``Game``'s
+    class variables cannot be declared by a wrapper of any game)."""
+    return cast(Game, RolloutGame(game, seat))
+
+
+def opponent(game: str, name: str) -> Agent:
+    """The strategy ``name`` of ``game``, as the agent of a seat (``Strategy.name`` is a
+    read-only property, which the ``Agent`` protocol's plain attribute does not admit)."""
+    return cast(Agent, get_strategy(game, name))

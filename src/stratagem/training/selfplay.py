@@ -43,8 +43,8 @@ Departures from the paper, on purpose:
 - the paper leaves its early-stopping criterion open; ours is patience on the selection score;
 - SFT settings: the paper's fine-tuning API ran 3 epochs at batch size 1 with a raised learning
   rate; LoRA here runs 3 epochs at batch 8 and lr 1e-4 (rank 16, α 32, attention projections);
-- rollouts record no token ids (the SFT tokenizes the chats' text as ``sft.tokenize_chat`` does),
-  which keeps trace files small.
+- rollouts record no token ids (the SFT tokenizes the chats' text, as
+  ``trl_config.tokenize_chat`` does), which keeps trace files small.
 """
 
 from __future__ import annotations
@@ -52,7 +52,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -60,30 +59,37 @@ from pathlib import Path
 from typing import Any, Literal
 
 from stratagem.agent import Agent
-from stratagem.backends.embedded import EMBEDDED
 from stratagem.errors import ConfigError
-from stratagem.game import Game, Seat
+from stratagem.game import Game
 from stratagem.games.dond import DEFAULT_MAX_TURNS
-from stratagem.metrics.dond import accepted, complete, dond_metrics
+from stratagem.metrics.dond import complete
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
 from stratagem.trace import Trace, TraceWriter, read_traces
-from stratagem.training.checkpoints import Checkpoints, TrainerState
-from stratagem.training.sft import IGNORE, tokenize_chat
+from stratagem.training.args import (
+    PolicyArgs,
+    RunArgs,
+    SamplingArgs,
+    TRLArgs,
+    check_adapters,
+    check_lora_dropout,
+    require_at_least,
+)
+from stratagem.training.checkpoints import Checkpoints, NoOptimizer, TrainerState
+from stratagem.training.policy import load_policy
+from stratagem.training.rollouts import opponent as opponent_agent
+from stratagem.training.selfplay_data import kept_seats, sft_rows
+from stratagem.training.selfplay_report import evaluation_row, write_reports
+from stratagem.training.trl_config import IGNORE, sft_config
 
 Log = Callable[[str], None]
 
 
 @dataclass
-class SelfPlayArgs:
+class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
     """Hyperparameters of ``stratagem train selfplay`` (defaults: seed 002 §3 where it gives
     them)."""
 
-    model: str = EMBEDDED
-    """``embedded`` (SmolLM2-135M-Instruct), a Hugging Face id or a local folder."""
-    adapter: str | None = None
-    """Start from this LoRA adapter (a warm-start SFT run; several, comma-separated, stack): it is
-    merged into the weights and self-play trains a fresh LoRA on top."""
     out: Path = Path("runs/selfplay")
     """The run folder: checkpoints, traces per iteration, best.json, curves.png, iterations.md."""
     lam: float = 0.0
@@ -110,28 +116,10 @@ class SelfPlayArgs:
     """Generated tokens per answer at most."""
     max_live: int = 64
     """Games in flight, hence the most turns one batched generation holds."""
-    lora_rank: int = 16
-    """Rank of the self-play LoRA (attention projections)."""
-    lora_alpha: int = 32
-    """LoRA α."""
-    lora_dropout: float = 0.05
-    """LoRA dropout (active in the SFT, not in the games)."""
     learning_rate: float = 1e-4
     """Peak learning rate of each iteration's SFT (cosine schedule)."""
     epochs: float = 3.0
     """Passes over an iteration's kept chats (seed 002: 3)."""
-    warmup_ratio: float = 0.05
-    """Share of an iteration's SFT steps spent warming the schedule up."""
-    batch_size: int = 8
-    """Chats per SFT step."""
-    grad_accum: int = 1
-    """SFT steps of gradient accumulation per optimiser step."""
-    max_length: int = 2048
-    """Tokens per chat at most in the SFT (longer chats are cut at the end)."""
-    save_total_limit: int | None = None
-    """Keep at most this many checkpoints (the newest ones, plus always the best); None: all."""
-    seed: int = 42
-    """Seeds every game, the LoRA initialisation and every iteration's SFT."""
 
     def check(self) -> None:
         """Refuse, before any model loads, settings the trainer cannot run.
@@ -142,7 +130,7 @@ class SelfPlayArgs:
         """
         from stratagem.strategies import get_strategy
 
-        for name, least in (
+        minimums = (
             ("iterations", 0),
             ("games", 1),
             ("patience", 0),
@@ -154,28 +142,22 @@ class SelfPlayArgs:
             ("grad_accum", 1),
             ("max_length", 1),
             ("lora_rank", 1),
-        ):
-            value = getattr(self, name)
-            if value < least:
-                flag = "--" + name.replace("_", "-")
-                raise ConfigError(f"{flag} must be at least {least}, got {value}")
+        )
+        require_at_least(self, minimums)
         if not -1.0 <= self.lam <= 1.0:
             raise ConfigError(f"--lam must be in [-1, 1], got {self.lam}")
         if self.temperature < 0:
             raise ConfigError(f"--temperature must be at least 0, got {self.temperature}")
         if self.epochs <= 0 or self.learning_rate <= 0:
             raise ConfigError("--epochs and --learning-rate must be above 0")
-        if not 0 <= self.lora_dropout < 1:
-            raise ConfigError(f"--lora-dropout must be in [0, 1), got {self.lora_dropout}")
+        check_lora_dropout(self)
         if self.stop_on == "selfplay" and self.lam == -1 and self.patience:
             raise ConfigError(
                 "under --lam -1 every self-play game scores 0 in all: use --stop-on fixed "
                 "(or auto), or --patience 0"
             )
         get_strategy("dond", self.opponent)  # UnknownNameError, with a "did you mean"
-        for folder in (self.adapter or "").split(","):
-            if folder and not Path(folder).is_dir():
-                raise ConfigError(f"--adapter {folder}: no such adapter folder")
+        check_adapters(self)
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings that identify a run, as JSON values: ``iterations`` and ``patience`` are
@@ -261,137 +243,27 @@ def play_games(game: Game, specs: Sequence[EpisodeSpec], path: Path, key: str, m
 # ---- the kept set and its loss masks ----
 
 
-def kept_seats(traces: Sequence[Trace], lam: float) -> list[tuple[Trace, Seat]]:
-    """Every (game, seat) whose objective score is above the mean of all seat scores of the
-    complete games, in game order; under λ = −1 also each seat of an agreement scoring exactly 0.
-
-    Games that ended in an error (not aborts: those score 0 and count) are left out.
-    """
-    games = complete(traces)
-    scored = [(t, seat, t.rounds[-1].payoffs[seat]) for t in games for seat in (0, 1)]
-    if not scored:
-        return []
-    mean = math.fsum(x for _, _, x in scored) / len(scored)
-    return [
-        (t, seat)
-        for t, seat, x in scored
-        if x > mean or (lam == -1 and x == 0 and t.rounds[-1].info["agreement"])
-    ]
-
-
-def seat_chat(trace: Trace, seat: Seat) -> tuple[list[dict[str, str]], list[bool]]:
-    """The chat ``seat`` held in ``trace`` — its system turn, then per answer the user turn it
-    answered (what was new, or a correction) and its answer — and, per answer, whether the game
-    accepted it.
-
-    Raises:
-        ValueError: the seat was not a model (its trace holds no system turn or no answer text).
-    """
-    system = trace.system[seat]
-    if system is None:
-        raise ValueError(f"{trace.episode_id}: seat {seat} was not played by a model")
-    messages = [{"role": "system", "content": system}]
-    trained = []
-    for decision, ok in zip(trace.decisions, accepted(trace), strict=True):
-        if decision.seat != seat:
-            continue
-        if decision.text is None or decision.prompt is None:
-            raise ValueError(f"{trace.episode_id}: seat {seat} has an answer without its text")
-        messages.append({"role": "user", "content": decision.prompt})
-        messages.append({"role": "assistant", "content": decision.text})
-        trained.append(ok)
-    return messages, trained
-
-
-def label_runs(labels: Sequence[int]) -> list[tuple[int, int]]:
-    """The ``[start, end)`` spans of consecutive labels other than ``IGNORE``."""
-    runs = []
-    start = None
-    for i, label in enumerate([*labels, IGNORE]):
-        if label != IGNORE and start is None:
-            start = i
-        elif label == IGNORE and start is not None:
-            runs.append((start, i))
-            start = None
-    return runs
-
-
-def seat_tokens(
-    tokenizer, messages: list[dict[str, str]], trained: Sequence[bool], max_length: int
-) -> dict[str, list[int]]:
-    """``input_ids`` and ``labels`` of a chat with the loss on the assistant turns marked in
-    ``trained`` only, cut to ``max_length``.
-
-    ``sft.tokenize_chat`` labels every assistant turn as one run of tokens (its text and the
-    end-of-turn tokens), and user turns separate those runs; the runs of the untrained turns are
-    set to ``IGNORE``. Naive equivalent: tokenize the rendered chat and mask by each turn's
-    character offsets; the tests check that the labelled tokens decode to the trained answers.
-
-    Raises:
-        ValueError: the labelled runs do not match the assistant turns one to one (an empty
-            answer under a template that renders nothing for it).
-    """
-    full = tokenize_chat(tokenizer, messages, max_length=sys.maxsize)
-    labels = list(full["labels"])
-    runs = label_runs(labels)
-    if len(runs) != len(trained):
-        raise ValueError(f"{len(runs)} labelled runs for {len(trained)} assistant turns")
-    for (start, end), keep in zip(runs, trained, strict=True):
-        if not keep:
-            labels[start:end] = [IGNORE] * (end - start)
-    return {"input_ids": full["input_ids"][:max_length], "labels": labels[:max_length]}
-
-
-def sft_rows(tokenizer, kept: Sequence[tuple[Trace, Seat]], max_length: int) -> list[dict]:
-    """One tokenized row per kept seat whose chat has an accepted answer within ``max_length``."""
-    rows = []
-    for trace, seat in kept:
-        row = seat_tokens(tokenizer, *seat_chat(trace, seat), max_length)
-        if any(label != IGNORE for label in row["labels"]):
-            rows.append(row)
-    return rows
-
-
 # ---- the SFT ----
 
 
-class NoOptimizer:
-    """Stands in for the optimiser in checkpoints: every iteration's SFT starts a fresh one, so no
-    optimiser state crosses an iteration boundary."""
-
-    def state_dict(self) -> dict:
-        """Nothing to save."""
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        """Nothing to restore."""
-
-
-def fine_tune(policy, tokenizer, rows: list[dict], args: SelfPlayArgs, iteration: int) -> dict:
+def fine_tune(
+    policy: Any, tokenizer: Any, rows: list[dict[str, Any]], args: SelfPlayArgs, iteration: int
+) -> dict[str, Any]:
     """One SFT job on ``rows`` (``input_ids`` / ``labels``) with TRL, training the policy's LoRA in
     place; returns its mean loss and step count. Seeded by (seed, iteration)."""
     import torch
     from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTTrainer
 
-    bf16 = next(policy.parameters()).dtype == torch.bfloat16
-    config = SFTConfig(
-        output_dir=str(args.out / "sft"),
-        learning_rate=args.learning_rate,
-        num_train_epochs=args.epochs,
-        lr_scheduler_type="cosine",
-        warmup_steps=args.warmup_ratio,  # a float below 1 is a ratio of the total steps
-        per_device_train_batch_size=args.batch_size,
-        gradient_accumulation_steps=args.grad_accum,
-        max_length=args.max_length,
+    config = sft_config(
+        args,
+        output_dir=args.out / "sft",
+        seed=derive(args.seed, "selfplay-sft", iteration) % 2**31,
+        bf16=next(policy.parameters()).dtype == torch.bfloat16,
         gradient_checkpointing=False,  # it would turn the model's KV cache off for the games
         save_strategy="no",
         eval_strategy="no",
         logging_steps=10,
-        report_to=[],
-        seed=derive(args.seed, "selfplay-sft", iteration) % 2**31,
-        bf16=bf16,
-        use_cpu=not torch.cuda.is_available(),
     )
     trainer = SFTTrainer(
         model=policy,
@@ -404,21 +276,6 @@ def fine_tune(policy, tokenizer, rows: list[dict], args: SelfPlayArgs, iteration
     return {"sft_loss": float(result.training_loss), "sft_steps": int(result.global_step)}
 
 
-# ---- evaluation, early stopping, reports ----
-
-
-def evaluation_row(iteration: int, selfplay: list[Trace], fixed: list[Trace]) -> dict[str, Any]:
-    """The state's evaluation row of ``iteration``: every ``metrics.dond`` metric of the
-    self-play games (both seats counted), prefixed ``selfplay_``, and of the games against the
-    fixed agent (the policy's seat), prefixed ``fixed_``."""
-    row: dict[str, Any] = {"step": iteration}
-    for prefix, traces, both in (("selfplay", selfplay, True), ("fixed", fixed, False)):
-        for name, e in dond_metrics(traces, both_seats=both).items():
-            row[f"{prefix}_{name}"] = {"value": e.value, "stderr": e.stderr, "n": e.n}
-        row[f"{prefix}_errors"] = sum(t.status != "complete" for t in traces)
-    return row
-
-
 def stalled(values: Sequence[float], patience: int) -> bool:
     """Whether the last ``patience`` values brought nothing above the best value before them
     (never with ``patience`` 0, or before there are ``patience`` + 1 values)."""
@@ -427,94 +284,17 @@ def stalled(values: Sequence[float], patience: int) -> bool:
     return max(values[-patience:]) <= max(values[:-patience])
 
 
-# (metric, title) of each panel of curves.png
-CURVES = (
-    ("score", "objective score"),
-    ("agreement_rate", "agreement rate"),
-    ("pareto_rate", "Pareto-optimal rate"),
-    ("dialogue_words", "dialogue length (words)"),
-    ("vocabulary_size", "vocabulary (distinct words)"),
-)
-
-
-def write_reports(out: Path, state: TrainerState, opponent: str) -> None:
-    """``iterations.md`` (one row per iteration) and ``curves.png`` (score, agreement, Pareto
-    rate, length and vocabulary per iteration, in self-play and against the fixed agent, ± one
-    standard error)."""
-    if not state.evals:
-        return
-    (out / "iterations.md").write_text(iterations_markdown(state, opponent))
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
-
-    iterations = [e["step"] for e in state.evals]
-    fig, axes = plt.subplots(1, len(CURVES), figsize=(4 * len(CURVES), 3.6))
-    for ax, (key, title) in zip(axes, CURVES, strict=True):
-        for prefix, label in (("selfplay", "self-play"), ("fixed", f"vs {opponent}")):
-            cells = [e[f"{prefix}_{key}"] for e in state.evals]
-            ax.errorbar(
-                iterations,
-                [c["value"] for c in cells],
-                yerr=[c["stderr"] for c in cells],
-                label=label,
-                marker="o",
-                capsize=3,
-            )
-        ax.set_title(title)
-        ax.set_xlabel("iteration")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes[0].legend()
-    fig.tight_layout()
-    fig.savefig(out / "curves.png", dpi=110)
-    plt.close(fig)
-
-
-def iterations_markdown(state: TrainerState, opponent: str) -> str:
-    """The iterations table: the evaluation of each iteration's policy, and the kept share and
-    SFT loss of the training games that led to it."""
-    trained = {e["iteration"]: e for e in state.log}
-
-    def cell(row: dict, key: str, digits: int = 2) -> str:
-        c = row[key]
-        return f"{c['value']:.{digits}f} ± {c['stderr']:.{digits}f}"
-
-    head = (
-        "| iteration | self-play score | agreement | Pareto | tokens / game | vocabulary "
-        f"| vs {opponent}: score | agreement | Pareto | kept / seats | SFT loss |"
-    )
-    lines = [head, "|" + " ---: |" * 11]
-    for row in state.evals:
-        n = row["step"]
-        log = trained.get(n)
-        kept = f"{log['kept']} / {log['seats']}" if log else "—"
-        loss = f"{log['sft_loss']:.3f}" if log and log.get("sft_loss") is not None else "—"
-        lines.append(
-            f"| {n} | {cell(row, 'selfplay_score')} | {cell(row, 'selfplay_agreement_rate')} "
-            f"| {cell(row, 'selfplay_pareto_rate')} | {cell(row, 'selfplay_dialogue_tokens', 0)} "
-            f"| {row['selfplay_vocabulary_size']['value']:.0f} "
-            f"| {cell(row, 'fixed_score')} | {cell(row, 'fixed_agreement_rate')} "
-            f"| {cell(row, 'fixed_pareto_rate')} | {kept} | {loss} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
 # ---- the loop ----
 
 
 def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
     """Run (or resume) filtered-BC self-play; returns the run folder."""
     from stratagem.games import get_game
-    from stratagem.strategies import get_strategy
-    from stratagem.training.sepo import load_policy
 
     args.check()
     game = get_game("dond", lam=args.lam, max_turns=args.max_turns)
-    opponent = get_strategy("dond", args.opponent)
-    # load_policy reads model, adapter, lora_* and seed, which these args share with SEPO's
-    policy, tokenizer = load_policy(args)  # type: ignore[arg-type]
+    opponent = opponent_agent("dond", args.opponent)
+    policy, tokenizer = load_policy(args)
     runtime = {
         "iterations": args.iterations,
         "patience": args.patience,

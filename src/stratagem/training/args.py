@@ -1,0 +1,210 @@
+"""Option groups the trainers' settings are composed of (cleanrl's ``Args``: one docstring string
+right under each field, which the CLI reads as the option's help).
+
+A trainer's settings class inherits the groups it uses and adds its own fields; a field whose
+default differs for one trainer is declared again in that trainer's class, with its docstring.
+``field_docs`` reads the docstrings of a class and of every group it inherits.
+
+- ``ModelArgs``: the model and the LoRA trained on it (every trainer);
+- ``PolicyArgs``: plus a starting adapter merged under that LoRA (the RL trainers);
+- ``RunArgs``: the run folder, the seed, the checkpoint disk policy;
+- ``SamplingArgs``: how the policy samples while it plays;
+- ``UpdateArgs``: the PPO/GRPO update step (``update.update``);
+- ``GRPOArgs``: all of the above plus the step loop of ``grpo.train_grpo``;
+- ``TRLArgs``: the SFT jobs TRL runs (``trl_config.sft_config``).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from stratagem.backends.embedded import EMBEDDED
+from stratagem.errors import ConfigError
+
+
+@dataclass
+class ModelArgs:
+    """The model and the LoRA adapter trained on it (attention projections)."""
+
+    model: str = EMBEDDED
+    """``embedded`` (SmolLM2-135M-Instruct), a Hugging Face id or a local folder."""
+    lora_rank: int = 16
+    """Rank of the trained LoRA (attention projections)."""
+    lora_alpha: int = 32
+    """LoRA α."""
+    lora_dropout: float = 0.05
+    """LoRA dropout (active while training, not while the policy plays)."""
+
+
+@dataclass
+class PolicyArgs(ModelArgs):
+    """A model, a starting adapter merged into it, and a fresh LoRA trained on top."""
+
+    adapter: str | None = None
+    """Start from this LoRA adapter (an SFT run; several, comma-separated, stack): it is merged
+    into the weights, which are the starting policy (and the KL reference of the GRPO trainers),
+    and a fresh LoRA is trained on top."""
+
+
+@dataclass
+class RunArgs:
+    """Where a run writes, what seeds it, how many checkpoints it keeps."""
+
+    out: Path = Path("runs")
+    """The run folder."""
+    seed: int = 42
+    """Seeds every episode, the sampling, the LoRA initialisation and the evaluation."""
+    save_total_limit: int | None = None
+    """Keep at most this many checkpoints (the newest ones, plus always the best); None: all."""
+
+
+@dataclass
+class SamplingArgs:
+    """How the policy samples its answers while it plays."""
+
+    temperature: float = 1.0
+    """Sampling temperature of the games the policy plays (GRPO: log-probs and KL are taken at
+    it too)."""
+    max_new_tokens: int = 256
+    """Generated tokens per answer at most."""
+
+
+@dataclass
+class UpdateArgs:
+    """The PPO/GRPO update step: clipped surrogate plus one-sided KL, ``epochs`` optimiser steps
+    per batch of rollouts."""
+
+    learning_rate: float | None = None
+    """AdamW learning rate (None: the trainer's default)."""
+    kl: float | None = None
+    """β of the one-sided KL against the starting policy (None: the trainer's default)."""
+    clip: float = 0.2
+    """PPO clip ε."""
+    grad_clip: float = 1.0
+    """Max gradient norm."""
+    epochs: int = 1
+    """Optimiser steps per batch of rollouts (the PPO ratio moves from the second on)."""
+    chunk: int = 32
+    """Positions per chunk of the log-prob computation."""
+    packing: bool = True
+    """One sequence per episode (every token read once); off: one per decision (the naive form,
+    for comparison)."""
+
+
+@dataclass
+class GRPOArgs(UpdateArgs, SamplingArgs, RunArgs, PolicyArgs):
+    """The settings ``grpo.train_grpo`` reads: policy, run, sampling, update, and its loop."""
+
+    steps: int = 100
+    """GRPO steps (a resumed run may be given more)."""
+    rollouts: int = 8
+    """n rollouts per group; a group shares its episode seed."""
+    checkpoint_every: int = 10
+    """Checkpoint (and evaluate) every k steps."""
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Returns the arguments that identify a run, as JSON values: ``steps`` and
+        ``save_total_limit`` are left out, so a run can be resumed with more steps or another
+        disk policy."""
+        d = asdict(self)
+        d.pop("steps")  # a resumed run may be extended
+        d.pop("save_total_limit")  # disk policy, not training
+        d["out"] = str(d["out"])
+        return d
+
+
+@dataclass
+class TRLArgs:
+    """One SFT job run by TRL's ``SFTTrainer`` (cosine schedule with warm-up)."""
+
+    learning_rate: float = 2e-5
+    """Peak learning rate (cosine schedule)."""
+    epochs: float = 3.0
+    """Passes over the training chats."""
+    warmup_ratio: float = 0.05
+    """Share of the steps spent warming the cosine schedule up."""
+    batch_size: int = 8
+    """Chats per device step."""
+    grad_accum: int = 1
+    """Steps of gradient accumulation per optimiser step."""
+    max_length: int = 2048
+    """Tokens per chat at most (longer chats are cut at the end)."""
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of dataclass ``cls`` and of the classes it inherits, by
+    field name (a redeclared field's docstring is the subclass's), whitespace collapsed."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if klass is object or "__dataclass_fields__" not in vars(klass):
+            continue
+        source = textwrap.dedent(inspect.getsource(klass))
+        node = ast.parse(source).body[0]
+        assert isinstance(node, ast.ClassDef)
+        body = node.body
+        for item, after in zip(body, body[1:], strict=False):
+            if (
+                isinstance(item, ast.AnnAssign)
+                and isinstance(item.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                docs[item.target.id] = " ".join(after.value.value.replace("``", "").split())
+    return docs
+
+
+def require_at_least(args: object, minimums: Iterable[tuple[str, float]], why: str = "") -> None:
+    """Refuse a setting below its least value.
+
+    Args:
+        args: the settings.
+        minimums: (field name, least value) pairs, checked in order.
+        why: appended to the message of ``rollouts`` (e.g. " (GRPO compares rollouts)").
+
+    Raises:
+        ConfigError: ``--field-name must be at least N, got V`` for the first one below.
+    """
+    for name, least in minimums:
+        value = getattr(args, name)
+        if value < least:
+            flag = "--" + name.replace("_", "-")
+            reason = why if name == "rollouts" else ""
+            raise ConfigError(f"{flag} must be at least {least}{reason}, got {value}")
+
+
+def check_lora_dropout(args: ModelArgs) -> None:
+    """Refuse a LoRA dropout outside [0, 1).
+
+    Raises:
+        ConfigError: naming ``--lora-dropout``.
+    """
+    if not 0 <= args.lora_dropout < 1:
+        raise ConfigError(f"--lora-dropout must be in [0, 1), got {args.lora_dropout}")
+
+
+def check_adapters(args: PolicyArgs) -> None:
+    """Refuse starting adapters that are not folders.
+
+    Raises:
+        ConfigError: naming ``--adapter`` and the folder.
+    """
+    for folder in (args.adapter or "").split(","):
+        if folder and not Path(folder).is_dir():
+            raise ConfigError(f"--adapter {folder}: no such adapter folder")
+
+
+def check_policy(args: PolicyArgs) -> None:
+    """``check_lora_dropout`` then ``check_adapters``.
+
+    Raises:
+        ConfigError: naming the option.
+    """
+    check_lora_dropout(args)
+    check_adapters(args)

@@ -1,0 +1,151 @@
+"""The one GRPO loop (SEPO, bargaining GRPO): rollouts -> rewards -> advantages -> update ->
+checkpoint / evaluation, resumable from the newest complete checkpoint.
+
+A trainer plugs in what differs — how a step's episodes are played and turned into training
+samples (rewards and advantages included), how a checkpoint is evaluated, what is drawn after a
+save — as a ``GRPOTask``; the loop owns the policy, the optimiser, the update and the
+checkpoints. Each step:
+
+1. ``task.rollouts(step)``: the step's samples (``packing.Turn``: tokens, rollout-time
+   log-probabilities, advantage, loss weight) and the numbers to log;
+2. the samples become sequences (``packing.pack``, or one per decision without packing) and
+   ``update.update`` takes ``epochs`` optimiser steps on them;
+3. every ``checkpoint_every`` steps and after the last: ``task.evaluate`` (when the run
+   evaluates), an atomic checkpoint, ``task.report``. Step 0 (the starting policy) is
+   evaluated too, so every checkpoint is compared on the same footing.
+
+A resumed run restores the adapter, the optimiser and the torch RNG, so its next step is the
+step an uninterrupted run would take.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from stratagem.seeding import derive
+from stratagem.training.args import GRPOArgs
+from stratagem.training.checkpoints import Checkpoints, TrainerState
+from stratagem.training.packing import Turn, sequences_of
+from stratagem.training.policy import load_policy
+from stratagem.training.update import update
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class StepRollouts:
+    """One step's training samples and the numbers logged before the update's."""
+
+    samples: list[Turn]
+    summary: dict[str, float]  # e.g. the mean reward; first in the step's log entry
+
+
+class GRPOTask(Protocol):
+    """What a trainer plugs into ``train_grpo``."""
+
+    metric: str
+    """The evaluation row's key that picks the best checkpoint (higher is better)."""
+    evaluates: bool
+    """Whether checkpoints are evaluated."""
+
+    def start(self, policy: Any, tokenizer: Any) -> None:
+        """Once per run, after the policy is loaded (and resumed): build the rollout agent."""
+        ...
+
+    def rollouts(self, step: int) -> StepRollouts:
+        """Plays step ``step``'s episodes with the current policy and returns its samples."""
+        ...
+
+    def evaluate(self, policy: Any, tokenizer: Any, step: int) -> dict[str, Any]:
+        """The evaluation row of the current policy as checkpoint ``step``
+        (``{"step": step, metric: {"value", "stderr", "n"}, ...}``)."""
+        ...
+
+    def headline(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The numbers of an evaluation row to log."""
+        ...
+
+    def report(self, state: TrainerState) -> None:
+        """Redraw what the run folder shows after a checkpoint (curves, tables)."""
+        ...
+
+
+def learning_rate(args: GRPOArgs) -> float:
+    """The optimiser's learning rate; a trainer resolves its default before training.
+
+    Raises:
+        ValueError: ``learning_rate`` is still None.
+    """
+    if args.learning_rate is None:
+        raise ValueError("learning_rate is unset: resolve the trainer's default first")
+    return args.learning_rate
+
+
+def train_grpo(args: GRPOArgs, task: GRPOTask, *, torch_seed: str, log: Log = print) -> Path:
+    """Run (or resume) GRPO on ``task``; returns the run folder.
+
+    Args:
+        args: checked settings, per-trainer defaults resolved.
+        task: the trainer's rollouts, evaluation and reports.
+        torch_seed: the key the torch RNG of a fresh run derives from (LoRA dropout draws).
+        log: receives one line per step, evaluation and resume.
+    """
+    policy, tokenizer = load_policy(args)
+    params = [p for p in policy.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=learning_rate(args))
+    runtime = {"steps": args.steps, "save_total_limit": args.save_total_limit}
+    with Checkpoints(
+        args.out, args.fingerprint(), keep=args.save_total_limit, runtime=runtime
+    ) as ckpt:
+        state = ckpt.resume(policy, optimizer)  # restores the torch RNG too
+        if state is None:
+            state = TrainerState(below=args.adapter)
+            torch.manual_seed(derive(args.seed, torch_seed) % 2**63)  # LoRA dropout draws
+        if state.step:
+            log(f"resuming {args.out} from checkpoint-{state.step}")
+        policy.eval()
+        task.start(policy, tokenizer)
+
+        def checkpoint() -> None:
+            """Evaluate the policy (if asked), save the checkpoint, redraw the reports."""
+            if task.evaluates:
+                row = task.evaluate(policy, tokenizer, state.step)
+                state.record_eval(row, task.metric)
+                log(json.dumps({"step": state.step, **task.headline(row)}))
+            ckpt.save(state, policy, optimizer)
+            task.report(state)
+
+        if state.step == 0 and task.evaluates and not state.evals:
+            checkpoint()  # the starting policy, on the footing of every later checkpoint
+        for step in range(state.step, args.steps):
+            start = time.perf_counter()
+            rolled_out = task.rollouts(step)
+            sequences = sequences_of(rolled_out.samples, args.packing)
+            rolled = time.perf_counter()
+            epochs = update(policy, optimizer, params, sequences, args)
+            entry: dict[str, Any] = {
+                "step": step + 1,
+                **rolled_out.summary,
+                "samples": len(rolled_out.samples),
+                "sequences": len(sequences),
+                "sequence_tokens": sum(len(q.ids) for q in sequences),
+                "rollout_seconds": rolled - start,
+                "seconds": time.perf_counter() - start,
+                **epochs[0],
+            }
+            if len(epochs) > 1:
+                entry["last_epoch"] = epochs[-1]
+            state.log.append(entry)
+            log(json.dumps(entry))
+            state.step = step + 1
+            if state.step % args.checkpoint_every == 0 or state.step == args.steps:
+                checkpoint()
+        ckpt.run.finish("complete", steps=state.step)
+    return args.out

@@ -1,0 +1,94 @@
+"""Loading a policy for training: the base model (any starting adapters merged into it), a fresh
+trainable LoRA on its attention projections, and the tokenizer.
+
+Weights are bf16 on a GPU (PEFT keeps the LoRA weights in fp32) and fp32 on a CPU, where runs
+are bit-reproducible. The LoRA's initial weights follow the run's seed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import torch
+
+from stratagem.backends.embedded import EMBEDDED, embedded_dir
+from stratagem.seeding import derive
+
+TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj"]  # the attention projections
+
+
+class PolicySettings(Protocol):
+    """What ``load_policy`` reads (``args.PolicyArgs`` and ``args.RunArgs`` together)."""
+
+    @property
+    def model(self) -> str:
+        """The model: ``embedded``, a Hugging Face id or a folder."""
+        ...
+
+    @property
+    def adapter(self) -> str | None:
+        """Starting adapters to merge, comma-separated."""
+        ...
+
+    @property
+    def lora_rank(self) -> int:
+        """The LoRA's rank."""
+        ...
+
+    @property
+    def lora_alpha(self) -> int:
+        """The LoRA's α."""
+        ...
+
+    @property
+    def lora_dropout(self) -> float:
+        """The LoRA's dropout."""
+        ...
+
+    @property
+    def seed(self) -> int:
+        """The run's seed: the LoRA's initial weights derive from it."""
+        ...
+
+
+def model_path(model: str) -> str:
+    """The folder or Hugging Face id to load: ``embedded`` is the bundled SmolLM2."""
+    return str(embedded_dir()) if model == EMBEDDED else model
+
+
+def load_base(model: str) -> tuple[Any, Any]:
+    """The model ``model`` (bf16 on a GPU, fp32 on a CPU, on that device) and its tokenizer,
+    whose pad token is its end-of-sequence token when it names none."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = model_path(model)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    gpu = torch.cuda.is_available()
+    base: torch.nn.Module = AutoModelForCausalLM.from_pretrained(
+        path, dtype=torch.bfloat16 if gpu else torch.float32
+    )
+    return base.to("cuda" if gpu else "cpu"), tokenizer
+
+
+def load_policy(args: PolicySettings) -> tuple[Any, Any]:
+    """The base model (with the starting adapters merged in, if any), a fresh trainable LoRA on
+    top, and the tokenizer. The merged weights are what disabling the LoRA gives: the KL
+    reference."""
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    base, tokenizer = load_base(args.model)
+    if args.adapter:  # the SFT policy is the start and the reference, as in the paper
+        for folder in args.adapter.split(","):
+            base = PeftModel.from_pretrained(base, folder).merge_and_unload()
+    lora = LoraConfig(
+        r=args.lora_rank,
+        lora_alpha=args.lora_alpha,
+        lora_dropout=args.lora_dropout,
+        target_modules=list(TARGET_MODULES),
+        task_type="CAUSAL_LM",
+    )
+    with torch.random.fork_rng(devices=[]):  # the adapter's initial weights follow the seed
+        torch.manual_seed(derive(args.seed, "lora-init") % 2**63)
+        return get_peft_model(base, lora), tokenizer
