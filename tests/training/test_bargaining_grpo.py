@@ -15,11 +15,11 @@ from stratagem.errors import ConfigError
 from stratagem.game import Invalid
 from stratagem.games.bargaining import Bargaining, Call, Turn
 from stratagem.games.bargaining.catalog import Item, Scenario
+from stratagem.settings import build, choose, field_docs
 from stratagem.strategies.bargaining import offer
 from stratagem.training import bargaining_grpo as bg
 from stratagem.training import bargaining_report as report
 from stratagem.training import bargaining_rollouts as br
-from stratagem.training.args import field_docs
 from stratagem.training.bargaining_grpo import BargainingArgs, Reward, reward
 from stratagem.training.packing import pack
 
@@ -460,13 +460,12 @@ def test_the_command_takes_every_field_as_an_option_and_refuses_bad_values_in_on
     import subprocess
     import sys
 
-    from stratagem.cli import train as cli
 
     docs = field_docs(BargainingArgs)
     names = [f.name for f in dataclasses.fields(BargainingArgs)]
     assert set(docs) == set(names) and all(docs.values())
-    chosen = cli.settings(BargainingArgs, {"eval_opponents": "Boulware,Linear"}, None)
-    assert cli.build(BargainingArgs, {k: v[0] for k, v in chosen.items()}).eval_opponents == [
+    chosen = choose(BargainingArgs, {"eval_opponents": "Boulware,Linear"}, None)
+    assert build(BargainingArgs, {k: v[0] for k, v in chosen.items()}).eval_opponents == [
         "Boulware",
         "Linear",
     ]

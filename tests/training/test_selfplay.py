@@ -16,10 +16,10 @@ from stratagem.game import RoundResult
 from stratagem.games import get_game
 from stratagem.games.dond import complement, render_share
 from stratagem.seeding import derive
+from stratagem.settings import field_docs
 from stratagem.strategies import get_strategy
 from stratagem.trace import Trace, read_traces
 from stratagem.training import selfplay
-from stratagem.training.args import field_docs
 from stratagem.training.selfplay import SelfPlayArgs, stalled, train_selfplay
 from stratagem.training.selfplay_data import kept_seats, label_runs, seat_chat, seat_tokens
 from stratagem.training.trl_config import IGNORE
@@ -206,7 +206,7 @@ def test_the_command_is_registered_with_the_dataclass_options():
 
     from stratagem.cli import train as cli
 
-    command = typer.main.get_command(cli._trainers()).commands["selfplay"]
+    command = typer.main.get_command(cli._trainers(None)).commands["selfplay"]
     flags = {d for p in command.params for d in p.opts}
     assert {"--games", "--iterations", "--patience", "--opponent", "--lam", "--adapter"} <= flags
     docs = field_docs(SelfPlayArgs)

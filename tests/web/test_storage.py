@@ -11,9 +11,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from stratagem.report.rebuild import rebuild_metrics
 from stratagem.cli.serve import serve_command
 from stratagem.errors import ConfigError, StratagemError
+from stratagem.report.rebuild import rebuild_metrics
 from stratagem.runs import read_fingerprint, scan_traces
 from stratagem.web.storage import GameStore, export_run
 

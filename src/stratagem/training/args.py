@@ -16,9 +16,6 @@ default differs for one trainer is declared again in that trainer's class, with 
 
 from __future__ import annotations
 
-import ast
-import inspect
-import textwrap
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,6 +23,7 @@ from typing import Any
 
 from stratagem.backends.embedded import EMBEDDED
 from stratagem.errors import ConfigError
+from stratagem.settings import field_docs, opt  # noqa: F401 (field_docs: the trainers' docs)
 
 
 @dataclass
@@ -38,7 +36,7 @@ class ModelArgs:
     """Rank of the trained LoRA (attention projections)."""
     lora_alpha: int = 32
     """LoRA α."""
-    lora_dropout: float = 0.05
+    lora_dropout: float = opt(0.05, "--dropout")
     """LoRA dropout (active while training, not while the policy plays)."""
 
 
@@ -135,29 +133,6 @@ class TRLArgs:
     """Steps of gradient accumulation per optimiser step."""
     max_length: int = 2048
     """Tokens per chat at most (longer chats are cut at the end)."""
-
-
-def field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each field of dataclass ``cls`` and of the classes it inherits, by
-    field name (a redeclared field's docstring is the subclass's), whitespace collapsed."""
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        if klass is object or "__dataclass_fields__" not in vars(klass):
-            continue
-        source = textwrap.dedent(inspect.getsource(klass))
-        node = ast.parse(source).body[0]
-        assert isinstance(node, ast.ClassDef)
-        body = node.body
-        for item, after in zip(body, body[1:], strict=False):
-            if (
-                isinstance(item, ast.AnnAssign)
-                and isinstance(item.target, ast.Name)
-                and isinstance(after, ast.Expr)
-                and isinstance(after.value, ast.Constant)
-                and isinstance(after.value.value, str)
-            ):
-                docs[item.target.id] = " ".join(after.value.value.replace("``", "").split())
-    return docs
 
 
 def require_at_least(args: object, minimums: Iterable[tuple[str, float]], why: str = "") -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from stratagem.errors import ConfigError
+from stratagem.settings import opt
 from stratagem.training.args import ModelArgs, RunArgs, TRLArgs
 from stratagem.training.policy import TARGET_MODULES, model_path
 from stratagem.training.trl_config import sft_config, tokenize_chat
@@ -32,9 +33,9 @@ class SFTArgs(TRLArgs, RunArgs, ModelArgs):
     """Train on these games' chats only (e.g. ipd out of multi); empty: all."""
     out: Path = Path("runs/sft")
     """The run folder: checkpoints and the final adapter (out/adapter)."""
-    lora_rank: int = 32
+    lora_rank: int = opt(32, "--rank")
     """LoRA rank."""
-    lora_alpha: int = 64
+    lora_alpha: int = opt(64, "--alpha")
     """LoRA α."""
     target_modules: list[str] = field(default_factory=lambda: list(TARGET_MODULES))
     """LoRA targets: the attention projections of the language model only."""
@@ -56,6 +57,13 @@ class SFTArgs(TRLArgs, RunArgs, ModelArgs):
     """Also write the adapter merged into the base weights (out/merged)."""
     bf16: bool = False
     """bf16 weights (GPU)."""
+
+    def check(self) -> None:
+        """Refuses a data folder without ``train.jsonl`` before any weights load."""
+        if not (Path(self.data) / "train.jsonl").exists():
+            raise ConfigError(
+                f"{self.data} holds no train.jsonl; write one with `stratagem gen-sft`"
+            )
 
 
 def train_sft(args: SFTArgs, resume: bool = True) -> Path:
