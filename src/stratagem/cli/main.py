@@ -75,7 +75,7 @@ register(
     tournament.tournament_command,
     wrap=interruptible,
 )
-register(app, "gen-sft", training.GenSFTConfig, training.gen_sft_command, wrap=interruptible)
+register(app, "gen-sft", training.GenSFTArgs, training.gen_sft_command, wrap=interruptible)
 app.add_typer(training.train_app(interruptible), name="train")
 
 

@@ -22,44 +22,16 @@ import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
-from stratagem.agents.settings import LLMSettings
 from stratagem.cli.options import register_lists
 from stratagem.errors import ConfigError, UnknownNameError
-from stratagem.settings import Positive, build, opt
+from stratagem.settings import build
+from stratagem.training.sft_data import GenSFTArgs
 
 console = Console()
 
 
-@dataclasses.dataclass(kw_only=True)
-class GenSFTConfig(LLMSettings):
-    """Write SFT datasets: one multi-turn chat per (episode, seat) (or, with --turns, one row per
-    assistant turn), 80/20 split by chat, JSONL + dataset card. Default: the SEPO datasets of
-    rule-based demonstrators (App. H sizes, counted in decisions); with --game, the dialogues of
-    --agents (bargaining: the rule-based bargainers write templated Thought/Code turns)."""
-
-    out: Path = opt(Path("data/sft"), "-o")
-    """Output folder."""
-    datasets: list[str] = opt(["multi", "kuhn", "multi_issue"])
-    """The SEPO datasets to write: multi, kuhn, multi_issue."""
-    seed: int = opt(42, "-s")
-    """Seed of the episodes and the split."""
-    game: str | None = opt(None, "-g")
-    """Instead of the SEPO datasets: chats of any game played by --agents, written to OUT/GAME."""
-    params: dict[str, Any] = opt({}, "--param", "-p")
-    """Game parameter KEY=VALUE (JSON value); repeatable."""
-    agents: list[str] | None = opt(None, "-a")
-    """With --game: agents (strategy names, hf, openai:MODEL); every ordered pair plays."""
-    episodes: Positive = opt(20, "-n")
-    """With --game: episodes per ordered pair."""
-    demonstrators: list[str] | None = None
-    """With --game: whose seats become chats [every agent's]."""
-    turns: bool = False
-    """One row per assistant turn (prompt = the earlier turns; completion = the turn) in TRL's
-    prompt/completion format, instead of one chat per seat."""
-
-
-def gen_sft_command(cfg: GenSFTConfig) -> None:
-    """Write SFT datasets (see ``GenSFTConfig``)."""
+def gen_sft_command(cfg: GenSFTArgs) -> None:
+    """Write SFT datasets (see ``GenSFTArgs``)."""
     from stratagem.cli.progress import progress_bar
     from stratagem.games import get_game
     from stratagem.runs import check_out_path

@@ -26,6 +26,7 @@ reason in the turn it is trained on. Whole chats keep every answer whole: each i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import re
@@ -36,11 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stratagem.agents.settings import LLMSettings
 from stratagem.episode import Episode
 from stratagem.errors import ConfigError
 from stratagem.games import get_game
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
+from stratagem.settings import Positive, opt
 from stratagem.strategies import get_pools, get_strategy, sft_mixture
 from stratagem.trace import Trace
 from stratagem.training.reasons import reasons
@@ -54,6 +57,34 @@ DATASETS: dict[str, dict[str, int]] = {
 TEST_FRACTION = 0.2
 TRAINING_POOLS = ("train", "exploit", "collusive")
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.S | re.I)  # an unclosed block runs to the end
+
+
+@dataclasses.dataclass(kw_only=True)
+class GenSFTArgs(LLMSettings):
+    """Write SFT datasets: one multi-turn chat per (episode, seat) (or, with --turns, one row per
+    assistant turn), 80/20 split by chat, JSONL + dataset card. Default: the SEPO datasets of
+    rule-based demonstrators (App. H sizes, counted in decisions); with --game, the dialogues of
+    --agents (bargaining: the rule-based bargainers write templated Thought/Code turns)."""
+
+    out: Path = opt(Path("data/sft"), "-o")
+    """Output folder."""
+    datasets: list[str] = opt(["multi", "kuhn", "multi_issue"])
+    """The SEPO datasets to write: multi, kuhn, multi_issue."""
+    seed: int = opt(42, "-s")
+    """Seed of the episodes and the split."""
+    game: str | None = opt(None, "-g")
+    """Instead of the SEPO datasets: chats of any game played by --agents, written to OUT/GAME."""
+    params: dict[str, Any] = opt({}, "--param", "-p")
+    """Game parameter KEY=VALUE (JSON value); repeatable."""
+    agents: list[str] | None = opt(None, "-a")
+    """With --game: agents (strategy names, hf, openai:MODEL); every ordered pair plays."""
+    episodes: Positive = opt(20, "-n")
+    """With --game: episodes per ordered pair."""
+    demonstrators: list[str] | None = None
+    """With --game: whose seats become chats [every agent's]."""
+    turns: bool = False
+    """One row per assistant turn (prompt = the earlier turns; completion = the turn) in TRL's
+    prompt/completion format, instead of one chat per seat."""
 
 
 def strip_think(text: str) -> str:
