@@ -126,6 +126,7 @@ def _routes(app: FastAPI, service: PlayService) -> None:
         current = session(request)
         return {
             "game": service.game.name,
+            "board": service.board.kind,
             "agent": service.agent.name,
             "live": current.live if current is not None else None,
         }
