@@ -10,57 +10,23 @@ game runs through its own rules to the end instead of a scripted sequence of cli
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from stratagem.agent import Strategy
-from stratagem.game import Invalid, Observation, answer_text
+from stratagem.game import Observation, answer_text
 from stratagem.games import game_names, get_game
-from stratagem.games.registry import GAMES
-from stratagem.strategies import STRATEGY_MODULES, get_pools, get_strategy, register_strategies
+from stratagem.strategies import get_pools, get_strategy
 from stratagem.web.boards import BOARDS, TextBoard, board_for
 from stratagem.web.service import PlayService
-from tests.test_new_game import HARE, STAG, StagHunt, strategy_module
 
+from .conftest import TOYS
 from .test_browser import open_page, shot
 
 pytestmark = pytest.mark.timeout(240)
-
-
-class WordHunt(StagHunt):
-    """The stag hunt with free-form answers: no legal tokens, the last word is the choice."""
-
-    name = "wordhunt"
-    rules = "Stag hunt, 4 rounds. Answer in words; end with STAG or HARE."
-
-    def legal(self, deal: None, seat: int) -> tuple[str, ...]:
-        return ()
-
-    def parse(self, text: str, legal: tuple[str, ...]) -> str | Invalid | None:
-        words = text.replace(".", " ").split()
-        last = words[-1].upper() if words else ""
-        return last if last in (STAG, HARE) else Invalid("end your answer with STAG or HARE")
-
-    def answer_text(self, action: str) -> str:
-        return f"I will hunt the {action.lower()}.\n{action}"
-
-
-TOYS = (StagHunt, WordHunt)
-
-
-@pytest.fixture
-def toys() -> Iterator[None]:
-    """Registers the toy games and their strategies for one test."""
-    for toy in TOYS:
-        GAMES.register(toy)
-        register_strategies(toy.name, strategy_module())
-    yield
-    for toy in TOYS:
-        GAMES.unregister(toy.name)
-        STRATEGY_MODULES.unregister(toy.name)
 
 
 def opponents(game: str) -> tuple[str, str]:

@@ -79,7 +79,7 @@ class ServeConfig(BaseModel):
 
 def serve_command(
     game: str = typer.Option(
-        None, "--game", "-g", help="dond, bargaining, ipd or kuhn (default: dond)."
+        None, "--game", "-g", help="Any game of `stratagem games` (default: dond)."
     ),
     param: list[str] = typer.Option(
         None, "--param", "-p", help="Game parameter KEY=VALUE (JSON value); repeatable."

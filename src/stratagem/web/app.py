@@ -1,12 +1,13 @@
-"""The play page: a FastAPI app where a person plays one seat and an agent the other (SPEC §7).
+"""The play page's HTTP side: a FastAPI app where a person plays one seat and an agent the other
+(SPEC §7).
 
-``PlayService`` holds every piece of server-side state — sessions, live episodes, rate limits,
-the model worker and the games database — in one object the app is built around (no module-level
-per-game or per-user state, RELIABILITY I1). ``create_app`` wires it to HTTP:
+``create_app`` wires one ``PlayService`` (``service.py``: every piece of server-side state, no
+module-level per-game or per-user state, RELIABILITY I1) to HTTP:
 
 ======================================  ======================================================
-``GET /``                               the page (plain HTML, one script per game, no build)
-``GET /api/session``                    the game, the agent's name and the session's live game
+``GET /``                               the page (plain HTML, one script per board, no build)
+``GET /api/session``                    the game, its board's script, the agent's name and
+                                        the session's live game
 ``POST /api/games``                     a new game for this session (``{"seat": 0|1}`` optional)
 ``GET /api/games/{id}``                 the person's view of the game (the page polls it)
 ``POST /api/games/{id}/turn``           the person's turn (the board's JSON body)
@@ -158,6 +159,14 @@ def _game_routes(
 ) -> None:
     limits = service.limits
 
+    def owned(request: Request, game_id: str) -> tuple[Session, HumanEpisode]:
+        """The request's session and its game ``game_id`` (404 or 403 otherwise)."""
+        current = session(request)
+        human = service.game_of(current, game_id)
+        if current is None:  # game_of has refused it already; this tells the type checker
+            raise Forbidden("this game belongs to another session")
+        return current, human
+
     @app.get("/api/games/{game_id}")
     def get_game(game_id: str, request: Request) -> JSONResponse:
         service.check_limit(f"reads-ip:{_ip(request)}", limits.reads_per_minute_ip, 60.0)
@@ -166,8 +175,7 @@ def _game_routes(
     @app.post("/api/games/{game_id}/turn")
     async def turn(game_id: str, request: Request) -> JSONResponse:
         _check_origin(request)
-        current = session(request)
-        human = service.game_of(current, game_id)
+        current, human = owned(request, game_id)
         payload = await _body(request, limits.max_body_bytes)
         await run_in_threadpool(service.turn, current, human, _ip(request), payload)
         return await run_in_threadpool(_state, human)
@@ -175,9 +183,8 @@ def _game_routes(
     @app.post("/api/games/{game_id}/retry")
     def retry(game_id: str, request: Request) -> JSONResponse:
         _check_origin(request)
-        current = session(request)
-        human = service.game_of(current, game_id)
-        service.retry(current, human, _ip(request))  # type: ignore[arg-type]
+        current, human = owned(request, game_id)
+        service.retry(current, human, _ip(request))
         return _state(human)
 
     @app.post("/api/games/{game_id}/leave")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, cast
 
 from pydantic import Field, TypeAdapter
 
@@ -24,6 +24,9 @@ from stratagem.web.boards.base import (
     validate,
     who,
 )
+
+if TYPE_CHECKING:
+    from stratagem.games.bargaining import BargainingState
 
 
 class _Bargain(Strict):
@@ -82,7 +85,7 @@ class BargainingBoard:
         """Returns the item, the person's role and reservation value (never the model's), the
         round, both open offers and the public events (the model's Thought, searches and
         fallbacks stay private)."""
-        state = episode.state
+        state = cast("BargainingState", episode.state)
         view = state.view(seat)
         item = state.setup.item
         return {
@@ -138,7 +141,7 @@ class BargainingBoard:
             turn = Turn(check_turn(tuple(validate_call(name, args) for name, args in calls)))
         except ParseError as exc:
             raise InputError(str(exc)) from None
-        problem = episode.state.protocol_error(obs.seat, turn)
+        problem = cast("BargainingState", episode.state).protocol_error(obs.seat, turn)
         if problem is not None:
             raise InputError(problem)
         return human(turn)

@@ -4,7 +4,7 @@ poker (the person's card and the betting). One button per legal token."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import Field, TypeAdapter
 
@@ -12,6 +12,10 @@ from stratagem.agent import Decision
 from stratagem.episode import Episode
 from stratagem.game import Observation, Seat
 from stratagem.web.boards.base import InputError, Strict, human, register_board, validate, who
+
+if TYPE_CHECKING:
+    from stratagem.games.ipd import IPD
+    from stratagem.games.kuhn import KuhnState
 
 
 class Choice(Strict):
@@ -81,7 +85,7 @@ class IPDBoard(ChoiceBoard):
         ]
         return {
             "round": len(episode.rounds),
-            "rounds_total": episode.game.rounds,
+            "rounds_total": cast("IPD", episode.game).rounds,
             "payoffs": table,
             "rounds": rounds,
             "your_total": sum(r["your_points"] for r in rounds),
@@ -101,7 +105,7 @@ class KuhnBoard(ChoiceBoard):
         first, the betting so far and the finished hands with the person's chips."""
         from stratagem.games.kuhn import HANDS, first_seat
 
-        state = episode.state
+        state = cast("KuhnState", episode.state)
         hand = state.hand
         past = [
             {

@@ -5,7 +5,7 @@ form; a turn is refused *before* it is submitted when the game's rules refuse it
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, cast
 
 from pydantic import Field, TypeAdapter
 
@@ -42,6 +42,9 @@ class DondProposal(Strict):
 
 _DOND_MOVE = TypeAdapter(Annotated[DondMessage | DondProposal, Field(discriminator="kind")])
 
+if TYPE_CHECKING:
+    from stratagem.games.dond import DondState
+
 
 @register_board
 class DondBoard:
@@ -56,7 +59,7 @@ class DondBoard:
         of turn is open."""
         from stratagem.games.dond import ITEMS, objective_text
 
-        view = episode.state.view(seat)
+        view = cast("DondState", episode.state).view(seat)
         return {
             "items": [
                 {"name": name, "count": count, "value": value}
@@ -99,7 +102,7 @@ class DondBoard:
         from stratagem.games.dond import ITEMS, Propose, Say
 
         move = validate(_DOND_MOVE, payload)
-        state = episode.state
+        state = cast("DondState", episode.state)
         if isinstance(move, DondMessage):
             turn: Say | Propose = Say(clean_text(move.text))
         else:

@@ -7,7 +7,9 @@ their conversation so far (the game's prompts and their own answers, ``Episode.c
 prompt that asks for the current turn. A token turn (``Observation.legal`` non-empty) is one
 button per legal token; a free-form turn (``legal`` empty) is a text answer that the game parses
 as it would a model's (``Game.parse``), refused with the game's own reason when it cannot be
-read, before anything is submitted.
+read, before anything is submitted. A turn the game reads but its rules then refuse (the state
+asks for a correction) is the game's to handle, as for a model: the correction is the next
+prompt, shown as such.
 
 Finished rounds show the person's own moves and points only: another seat's moves and payoffs
 can reveal its private values (a sealed bid, a reservation price), and what a seat may learn of
