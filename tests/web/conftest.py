@@ -25,10 +25,14 @@ from stratagem.agent import Agent
 from stratagem.agents.llm import LLMAgent
 from stratagem.agents.spec import make_agent
 from stratagem.backends.scripted import ScriptedBackend
+from stratagem.game import Invalid
 from stratagem.games import get_game
 from stratagem.games.bargaining.catalog import Item
+from stratagem.games.registry import GAMES
+from stratagem.strategies import STRATEGY_MODULES, register_strategies
 from stratagem.web.app import Limits, PlayService, create_app
 from stratagem.web.storage import GameStore
+from tests.test_new_game import HARE, STAG, StagHunt, strategy_module
 
 ORIGIN = "http://testserver"
 KEY = b"test-key-" + b"x" * 32
@@ -248,3 +252,39 @@ def browser() -> Iterator[Any]:
 def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where screenshots go (the pytest temporary folder, kept after the run)."""
     return tmp_path_factory.mktemp("screenshots", numbered=False)
+
+
+# ---- toy games registered by a test: served by the generic text board ----
+
+
+class WordHunt(StagHunt):
+    """The stag hunt with free-form answers: no legal tokens, the last word is the choice."""
+
+    name = "wordhunt"
+    rules = "Stag hunt, 4 rounds. Answer in words; end with STAG or HARE."
+
+    def legal(self, deal: None, seat: int) -> tuple[str, ...]:
+        return ()
+
+    def parse(self, text: str, legal: tuple[str, ...]) -> str | Invalid | None:
+        words = text.replace(".", " ").split()
+        last = words[-1].upper() if words else ""
+        return last if last in (STAG, HARE) else Invalid("end your answer with STAG or HARE")
+
+    def answer_text(self, action: str) -> str:
+        return f"I will hunt the {action.lower()}.\n{action}"
+
+
+TOYS = (StagHunt, WordHunt)
+
+
+@pytest.fixture
+def toys() -> Iterator[None]:
+    """Registers the toy games and their strategies for one test."""
+    for toy in TOYS:
+        GAMES.register(toy)
+        register_strategies(toy.name, strategy_module())
+    yield
+    for toy in TOYS:
+        GAMES.unregister(toy.name)
+        STRATEGY_MODULES.unregister(toy.name)

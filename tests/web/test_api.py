@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import pkgutil
 import re
 import stat
 import threading
@@ -224,7 +226,12 @@ def test_i1_two_sessions_see_only_their_own_games(serve, dond_contexts):
 
 
 def test_i1_no_mutable_module_level_state_in_the_web_package():
-    for module in (web_package, web_app, boards, episodes, security, storage):
+    modules = [
+        importlib.import_module(info.name)
+        for info in pkgutil.walk_packages(web_package.__path__, "stratagem.web.")
+    ]
+    assert {web_app, boards, episodes, security, storage} <= set(modules)
+    for module in (web_package, *modules):
         for name, value in vars(module).items():
             if name.startswith("__") or isinstance(value, type):
                 continue

@@ -28,16 +28,18 @@ def free_port() -> int:
 class Serve:
     """``python -m stratagem.cli.serve`` on a free port, with a Deal or No Deal context file."""
 
-    def __init__(self, tmp_path: Path, *extra: str):
+    def __init__(
+        self, tmp_path: Path, *extra: str, game: str = "dond", agent: str = "strategy:FairSplit"
+    ):
         contexts = tmp_path / "contexts.txt"
         contexts.write_text(CONTEXT_LINES)
         self.db = tmp_path / "games.db"
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         env = {k: v for k, v in os.environ.items() if k != "STRATAGEM_SESSION_KEY"}
-        cmd = [sys.executable, "-m", "stratagem.cli.serve", "--game", "dond"]
-        cmd += ["--agent", "strategy:FairSplit", "--seat", "0", "--port", str(self.port)]
-        cmd += ["--db", str(self.db), "--param", f"contexts={contexts}", *extra]
+        cmd = [sys.executable, "-m", "stratagem.cli.serve", "--game", game]
+        cmd += ["--agent", agent, "--seat", "0", "--port", str(self.port), "--db", str(self.db)]
+        cmd += [*(["--param", f"contexts={contexts}"] if game == "dond" else []), *extra]
         self.log = tmp_path / f"serve-{self.port}.log"
         self.proc = subprocess.Popen(
             cmd, stdout=self.log.open("w"), stderr=subprocess.STDOUT, env=env, cwd=tmp_path
@@ -146,3 +148,20 @@ def test_i9_default_start_listens_on_loopback_only_and_makes_a_0600_key(tmp_path
         assert "server" not in r.headers
     finally:
         server.stop(signal.SIGKILL)
+
+
+def test_serve_plays_a_game_without_a_board_of_its_own(tmp_path):
+    server = Serve(tmp_path, game="auction", agent="strategy:Truthful")
+    try:
+        session = server.client.get("/api/session").json()
+        assert (session["game"], session["board"]) == ("auction", "text")
+        state = server.client.post("/api/games").json()
+        gid = state["game_id"]
+        while not state["over"]:
+            body = {"action": state["legal"][0]}
+            assert server.client.post(f"/api/games/{gid}/turn", json=body).status_code == 200
+            state = server.settle(gid)
+        assert state["outcome"]["rounds"] == 6
+    finally:
+        server.stop(signal.SIGKILL)
+    assert rows(server.db) == [(gid, "finished")]

@@ -1,12 +1,15 @@
-"""The human play page (SPEC §7, RELIABILITY I): a person plays one seat of a game in the
+"""The human play page (SPEC §7, RELIABILITY I1-I10): a person plays one seat of a game in the
 browser, an agent the other.
 
-``boards`` is what a person sees of each game and how their input becomes a decision;
-``episodes`` the person's episode and the model worker (the model's turn runs off the request
-path, batched); ``security`` the session key, signed cookies, rate limits and the origin check;
-``storage`` the SQLite file of played games and its export as a run folder; ``app`` the FastAPI
-app around one ``PlayService``; ``static/`` the page itself (HTML, CSS and one small script per
-game, no build step). ``stratagem serve`` (``cli/serve.py``) starts it.
+``boards/`` is what a person sees of each game and how their input becomes a decision (a
+dedicated board per game that has one, registered by game id; the generic text board for every
+other registered game); ``episodes`` the person's episode and the model worker (the model's turn
+runs off the request path, batched); ``service`` all server-side state (sessions, live games,
+limits, storing finished games); ``security`` the session key, signed cookies, rate limits, the
+origin check and the response headers; ``storage`` the SQLite file of played games and its export
+as a run folder; ``app`` the FastAPI routes around one ``PlayService``; ``static/`` the page
+itself (HTML, CSS and one small script per board, no build step). ``stratagem serve``
+(``cli/serve.py``) starts it.
 """
 
 from __future__ import annotations

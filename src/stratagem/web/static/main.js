@@ -138,8 +138,8 @@
       return;
     }
     game = result.data.game;
-    renderer = S.renderers[game];
-    $("title").textContent = renderer.title;
+    renderer = S.renderers[result.data.board];
+    $("title").textContent = renderer.title || game;
     $("opponent").textContent = "against " + result.data.agent;
     $("new-game").addEventListener("click", newGame);
     $("play-again").addEventListener("click", newGame);
