@@ -827,7 +827,7 @@ def test_i9_a_server_error_is_a_generic_500(serve, monkeypatch):
 def test_i9_trusted_hosts(serve):
     from fastapi.testclient import TestClient
 
-    from stratagem.cli.serve import trusted_hosts
+    from stratagem.web.security import trusted_hosts
 
     server = serve()
     app = create_app(server.service, allowed_hosts=["play.example"])

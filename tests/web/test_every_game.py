@@ -178,11 +178,10 @@ def test_a_refused_free_form_answer_shows_the_games_reason(browser, live, toys):
 
 @pytest.mark.parametrize("game", [*game_names(), *(toy.name for toy in TOYS)])
 def test_serve_starts_for_every_registered_game(game, toys, tmp_path, monkeypatch):
-    import typer
     import uvicorn
     from fastapi.testclient import TestClient
 
-    from stratagem.cli.serve import serve_command
+    from stratagem.cli.main import app
 
     started: list[Any] = []
 
@@ -192,10 +191,8 @@ def test_serve_starts_for_every_registered_game(game, toys, tmp_path, monkeypatc
 
     monkeypatch.setattr(uvicorn, "run", run)
     monkeypatch.chdir(tmp_path)
-    cli = typer.Typer()
-    cli.command()(serve_command)
     model, _ = opponents(game)
-    result = CliRunner().invoke(cli, ["--game", game, "--agent", f"strategy:{model}"])
+    result = CliRunner().invoke(app, ["serve", "--game", game, "--agent", f"strategy:{model}"])
     assert result.exit_code == 0, result.output
     [session] = started
     assert session["game"] == game and session["board"] == board_for(game).kind

@@ -27,10 +27,10 @@ def _metrics(folder) -> dict[str, dict]:
 
 def _cli() -> typer.Typer:
     from stratagem.cli.options import register
-    from stratagem.cli.serve import ServeConfig
+    from stratagem.web.settings import ServeSettings
 
     app = typer.Typer()
-    register(app, "serve", ServeConfig, serve_command)
+    register(app, "serve", ServeSettings, serve_command)
     return app
 
 

@@ -67,7 +67,7 @@ register(app, "report", report.ReportConfig, report.report_command)
 register(app, "solve", solve.SolveConfig, solve.solve_command)
 register(app, "psro", psro.PSROConfig, psro.psro_command)
 register(app, "imitate", imitate.ImitateConfig, imitate.imitate_command)
-register(app, "serve", serve.ServeConfig, serve.serve_command)
+register(app, "serve", serve.ServeSettings, serve.serve_command)
 register(
     app,
     "tournament",

@@ -8,73 +8,19 @@ game as a run folder instead, which ``stratagem report FOLDER`` reads like any e
 
 from __future__ import annotations
 
-import dataclasses
-import ipaddress
 from pathlib import Path
-from typing import Annotated, Any
 
 import typer
-from pydantic import Field
 from rich.console import Console
 
-from stratagem.agents.settings import LLMSettings
-from stratagem.cli.options import GameGroup, register
+from stratagem.cli.options import register
 from stratagem.errors import ConfigError
-from stratagem.settings import Positive, opt
+from stratagem.web.settings import ServeSettings
 
 console = Console()
-DEFAULT_DB = "runs/serve/games.db"
-LOOPBACK_NAMES = ["127.0.0.1", "localhost", "[::1]", "::1"]
 
 
-@dataclasses.dataclass(kw_only=True)
-class ServeConfig(LLMSettings, GameGroup):
-    """Serve the page where a person plays against an agent, or export the stored games."""
-
-    game: str = opt("dond", "-g")
-    """Game id: any text game (see `stratagem games`)."""
-    agent: str | None = opt(None, "-a")
-    """The opponent: strategy:NAME, hf, hf:MODEL_OR_PATH, openai:MODEL or vllm[:MODEL]."""
-    seat: Annotated[int, Field(ge=0, le=1)] | None = None
-    """The person's seat, 0 or 1; bargaining: 0 sells [drawn per game]."""
-    host: str = "127.0.0.1"
-    """Address to listen on."""
-    port: Annotated[int, Field(ge=0, le=65535)] = 8000
-    """Port to listen on."""
-    db: str = DEFAULT_DB
-    """SQLite file of played games."""
-    allowed_hosts: list[str] = opt([], "--allowed-host")
-    """Host names people use to reach the page."""
-    export: str | None = None
-    """Write the stored finished games of --game as a run folder, then exit."""
-    turns_per_minute: Positive = 30
-    """Turns one browser session may send per minute."""
-    turns_per_minute_ip: Positive = 120
-    """Turns one address may send per minute."""
-    games_per_hour: Positive = 30
-    """Games one browser session may start per hour."""
-    games_per_hour_ip: Positive = 120
-    """Games one address may start per hour."""
-    games_per_session: Positive = 200
-    """Games one browser session may play in all."""
-    idle_minutes: Annotated[float, Field(gt=0)] = 15.0
-    """Minutes after which an untouched game is stored as abandoned."""
-
-    def limits(self) -> Any:
-        """Returns the page's rate limits and bounds."""
-        from stratagem.web.app import Limits
-
-        return Limits(
-            turns_per_minute=self.turns_per_minute,
-            turns_per_minute_ip=self.turns_per_minute_ip,
-            games_per_hour=self.games_per_hour,
-            games_per_hour_ip=self.games_per_hour_ip,
-            games_per_session=self.games_per_session,
-            idle_seconds=self.idle_minutes * 60.0,
-        )
-
-
-def serve_command(cfg: ServeConfig) -> None:
+def serve_command(cfg: ServeSettings) -> None:
     """Serve the page where a person plays against an agent, or export the stored games."""
     from stratagem.web.boards import board_for
 
@@ -85,7 +31,7 @@ def serve_command(cfg: ServeConfig) -> None:
     serve(cfg)
 
 
-def export_games(cfg: ServeConfig) -> None:
+def export_games(cfg: ServeSettings) -> None:
     """Writes the finished games of ``cfg.game`` in ``cfg.db`` as a run folder."""
     from stratagem.web.storage import GameStore, export_run
 
@@ -110,7 +56,7 @@ def export_games(cfg: ServeConfig) -> None:
     )
 
 
-def serve(cfg: ServeConfig) -> None:
+def serve(cfg: ServeSettings) -> None:
     """Builds the game, the agent, the store and the app, then runs uvicorn until stopped."""
     import uvicorn
 
@@ -125,6 +71,8 @@ def serve(cfg: ServeConfig) -> None:
     if not is_llm(cfg.agent) and cfg.llm_settings_given():
         names = ", ".join(cfg.llm_settings_given())
         raise ConfigError(f"{names}: for LLM agents (hf, openai:MODEL, vllm) only, not {cfg.agent}")
+    from stratagem.web.security import trusted_hosts
+
     hosts = trusted_hosts(cfg.host, cfg.allowed_hosts)
     the_game = get_game(cfg.game, **cfg.params)
     the_agent = make_agent(cfg.agent, the_game, cfg.llm_options(the_game))
@@ -161,29 +109,6 @@ def serve(cfg: ServeConfig) -> None:
         store.close()
 
 
-def trusted_hosts(host: str, allowed: list[str]) -> list[str]:
-    """Returns the host names the page answers to: loopback names for a loopback address, else
-    ``host`` and ``allowed``; a wildcard address (0.0.0.0, ::) needs ``allowed``.
-
-    Raises:
-        ConfigError: a wildcard address without ``--allowed-host``.
-    """
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        address = None
-    if address is not None and address.is_loopback:
-        return [*LOOPBACK_NAMES, *allowed]
-    if address is not None and address.is_unspecified:
-        if not allowed:
-            raise ConfigError(
-                f"--host {host} listens on every interface; name the host people will type with "
-                "--allowed-host NAME (requests for other names are refused)"
-            )
-        return list(allowed)
-    return [host, *allowed]
-
-
 def main() -> None:
     """Runs ``serve`` alone (``python -m stratagem.cli.serve``) with the CLI's one-line errors."""
     import sys
@@ -191,7 +116,7 @@ def main() -> None:
     from stratagem.errors import StratagemError
 
     app = typer.Typer(add_completion=False)
-    register(app, "serve", ServeConfig, serve_command)
+    register(app, "serve", ServeSettings, serve_command)
     try:
         app()
     except StratagemError as exc:

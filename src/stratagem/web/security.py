@@ -20,6 +20,7 @@ import base64
 import collections
 import hashlib
 import hmac
+import ipaddress
 import math
 import os
 import secrets
@@ -174,3 +175,29 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
+
+
+def trusted_hosts(host: str, allowed: list[str]) -> list[str]:
+    """Returns the host names the page answers to: loopback names for a loopback address, else
+    ``host`` and ``allowed``; a wildcard address (0.0.0.0, ::) needs ``allowed``.
+
+    Raises:
+        ConfigError: a wildcard address without ``--allowed-host``.
+    """
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is not None and address.is_loopback:
+        return [*LOOPBACK_NAMES, *allowed]
+    if address is not None and address.is_unspecified:
+        if not allowed:
+            raise ConfigError(
+                f"--host {host} listens on every interface; name the host people will type with "
+                "--allowed-host NAME (requests for other names are refused)"
+            )
+        return list(allowed)
+    return [host, *allowed]
