@@ -326,7 +326,7 @@ def rollout_agent(policy, tokenizer, game: Game, args: SEPOArgs) -> LLMAgent:
     after each step)."""
     model_id = f"sepo:{args.model}"
     if args.rollout_engine == "vllm":
-        from stratagem.backends.vllm import TrainerVLLMBackend
+        from stratagem.backends.vllm_trainer import TrainerVLLMBackend
 
         served = None  # the policy's base as written by the backend: the SFT adapter merged
         if not args.adapter:
