@@ -21,9 +21,10 @@ import time
 import torch
 
 from stratagem.backends.base import Sampling
+from stratagem.backends.cache import CachedBackend
 from stratagem.backends.hf import HFBackend
 from stratagem.games.dialogue import get_domain
-from stratagem.solvers.expand import CachedBackend, DialogueTree, expand
+from stratagem.solvers.dialogue import DialogueTree, expand
 
 
 def trees(backend, args) -> list[DialogueTree]:

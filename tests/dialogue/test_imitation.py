@@ -11,11 +11,12 @@ import torch
 import typer
 from typer.testing import CliRunner
 
+from stratagem.backends.cache import CachedBackend
 from stratagem.backends.scripted import ScriptedBackend
 from stratagem.cli import solve as solve_cli
 from stratagem.cli.imitate import imitate_command
 from stratagem.games.dialogue import get_domain
-from stratagem.solvers.expand import CachedBackend, DialogueTree, expand, fixed_policy
+from stratagem.solvers.dialogue import DialogueTree, expand, fixed_policy
 from stratagem.training import imitation
 from stratagem.training.imitation import (
     Args,

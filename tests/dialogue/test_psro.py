@@ -9,12 +9,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from stratagem.backends.cache import CachedBackend
 from stratagem.backends.scripted import ScriptedBackend
 from stratagem.cli import solve as solve_cli
 from stratagem.cli.psro import psro_command
 from stratagem.games.dialogue import get_domain
-from stratagem.solvers.expand import (
-    CachedBackend,
+from stratagem.solvers.dialogue import (
     InstructionOracle,
     instruction_meta_game,
     instruction_payoffs,

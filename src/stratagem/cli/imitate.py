@@ -66,7 +66,7 @@ def imitate_command(
 ) -> None:
     """Train an MLP to imitate CFR's instruction policy and test it on held-out scenarios."""
     from stratagem.games.dialogue import DOMAINS
-    from stratagem.solvers.expand import DialogueTree, expand
+    from stratagem.solvers.dialogue import DialogueTree, expand
     from stratagem.training.imitation import (
         Args,
         build_dataset,

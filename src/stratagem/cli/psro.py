@@ -194,7 +194,7 @@ def _dialogue(cfg: PSROConfig):
     of a dialogue game; both populations start with the initial instructions."""
     from stratagem.cli.solve import cached_backend, dialogue_setup
     from stratagem.games.dialogue import ANY
-    from stratagem.solvers.expand import InstructionOracle, instruction_meta_game
+    from stratagem.solvers.dialogue import InstructionOracle, instruction_meta_game
     from stratagem.solvers.psro import MetaGame
 
     if cfg.oracle == "exact":

@@ -34,7 +34,7 @@ from stratagem.runs import check_out_path
 from stratagem.solvers.tree import Node
 
 if TYPE_CHECKING:
-    from stratagem.solvers.expand import CachedBackend
+    from stratagem.backends.cache import CachedBackend
 
 console = Console()
 SOLVER_ONLY = ("leduc",)  # solver games that are not text games (not in the game registry)
@@ -256,8 +256,8 @@ def make_backend(opts: DialogueOptions) -> Any:
 def cached_backend(opts: DialogueOptions) -> CachedBackend:
     """``make_backend`` behind the persistent response cache (``--cache``, default
     ``<stratagem cache>/dialogue.sqlite``)."""
+    from stratagem.backends.cache import CachedBackend
     from stratagem.backends.embedded import cache_root
-    from stratagem.solvers.expand import CachedBackend
 
     path = Path(opts.cache) if opts.cache else cache_root() / "dialogue.sqlite"
     return CachedBackend(make_backend(opts), path)
@@ -286,7 +286,7 @@ def solve_dialogue(cfg: SolveConfig) -> None:
     """``stratagem solve`` on a dialogue game (see the module docstring)."""
     from stratagem.metrics.dialogue import scenario_metrics, summarize
     from stratagem.solvers.cfr import solve
-    from stratagem.solvers.expand import DialogueTree, expand
+    from stratagem.solvers.dialogue import DialogueTree, expand
 
     folder = check_out_path(cfg.out or Path("runs") / f"solve-{cfg.game}-{cfg.algorithm}")
     folder.mkdir(parents=True, exist_ok=True)
