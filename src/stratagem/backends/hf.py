@@ -212,7 +212,7 @@ class HFBackend(PromptEncoder):
         seconds = (time.perf_counter() - start) / len(chats)
         new = output[:, width:]
         logprobs = sampler.chosen_logprobs() if sampler is not None else None  # (B, steps)
-        gens = []
+        gens: list[Generation] = []
         for i, (row, n_prompt, n_prefill, prompt_ids) in enumerate(
             zip(new, enc.prompt_tokens, enc.prefill_tokens, enc.rows, strict=True)
         ):

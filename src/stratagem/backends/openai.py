@@ -195,10 +195,10 @@ class OpenAIBackend:
         ``CHARS_PER_TOKEN`` cap. ``tools`` are JSON tool schemas passed on to the endpoint; its
         native calls come back in ``info["tool_calls"]``.
         """
-        seeds = list(seeds) if seeds is not None else [None] * len(chats)
+        row_seeds: list[int | None] = list(seeds) if seeds is not None else [None] * len(chats)
         jobs = [
             self._pool.submit(self._complete, chat, sampling, seed, tools)
-            for chat, seed in zip(chats, seeds, strict=True)
+            for chat, seed in zip(chats, row_seeds, strict=True)
         ]
         return [job.result() for job in jobs]
 

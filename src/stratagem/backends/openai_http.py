@@ -43,8 +43,9 @@ def bounded_http_client(max_response_bytes: int = MAX_RESPONSE_BYTES) -> Any:
     import openai
 
     httpx = httpx_for(openai)
+    byte_stream: Any = httpx.AsyncByteStream  # httpx or httpx2: known only at run time
 
-    class CappedStream(httpx.AsyncByteStream):
+    class CappedStream(byte_stream):
         def __init__(self, stream: Any, status: int, limit: int):
             self._stream, self._status, self._limit = stream, status, limit
 

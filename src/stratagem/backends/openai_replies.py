@@ -12,7 +12,7 @@ import json
 import math
 from typing import Any
 
-from stratagem.backends.base import Generation
+from stratagem.backends.base import FinishReason, Generation
 
 CHARS_PER_TOKEN = 16  # completion text kept per requested token (a token is ~4 characters)
 
@@ -45,19 +45,21 @@ def generation_from_body(
     elif not content:
         info["malformed"] = "null content" if raw is None else "empty content"
         return Generation("", finish_reason="empty", seconds=seconds, info=info)
+    reason: FinishReason
     if received > max_chars:
         reason = "truncated"
     elif calls or finish in (None, "stop"):
         reason = "stop"
     else:
         reason = "length" if finish == "length" else "error"
-    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+    raw_usage = body.get("usage")
+    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
     tokens = count(usage.get("completion_tokens"))
     return Generation(
         text=content,
         tokens=tokens if tokens is not None else len(content.split()),
         prompt_tokens=count(usage.get("prompt_tokens")) or 0,
-        finish_reason=reason,  # type: ignore[arg-type]  # "truncated": see base.FinishReason
+        finish_reason=reason,
         seconds=seconds,
         info=info,
     )
@@ -96,7 +98,8 @@ def tool_calls(message: dict[str, Any], max_chars: int) -> tuple[list[dict[str, 
         fn = call.get("function") if isinstance(call, dict) else None
         if not isinstance(fn, dict):
             continue
-        name = fn.get("name") if isinstance(fn.get("name"), str) else ""
+        raw_name = fn.get("name")
+        name = raw_name if isinstance(raw_name, str) else ""
         arguments = fn.get("arguments", "{}")
         if not isinstance(arguments, str):  # some servers send an object
             try:

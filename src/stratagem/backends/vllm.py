@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stratagem.backends.base import Chat, Generation, Sampling, StopCheck
+from stratagem.backends.base import Chat, FinishReason, Generation, Sampling, StopCheck
 from stratagem.backends.chains import Chains
 from stratagem.backends.embedded import EMBEDDED, EMBEDDED_NAME
 from stratagem.backends.trie import trie_probs
@@ -253,7 +253,11 @@ class VLLMBackend:
         completion = out.outputs[0]
         ids = self._strip_stop(list(completion.token_ids))
         text = completion.text
-        finish = {"length": "length", "abort": "error"}.get(completion.finish_reason, "stop")
+        finish: FinishReason = "stop"
+        if completion.finish_reason == "length":
+            finish = "length"
+        elif completion.finish_reason == "abort":
+            finish = "error"
         if check is not None:
             cut = first_stop(ids, check, self._decode)
             if cut is not None:
@@ -272,7 +276,7 @@ class VLLMBackend:
             tokens=len(ids),
             prompt_tokens=len(prompt),
             prefill_tokens=len(prompt) - cached,
-            finish_reason=finish,  # type: ignore[arg-type]
+            finish_reason=finish,
             seconds=seconds,
             info=info,
         )

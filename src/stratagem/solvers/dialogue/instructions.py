@@ -141,8 +141,8 @@ class InstructionOracle:
                 except StratagemError:
                     status = "failed"
             self.proposals.append({"seat": seat, "text": gen.text, "word": word, "status": status})
-            if status == "ok":
-                new.append(word)  # type: ignore[arg-type]
+            if status == "ok" and word is not None:
+                new.append(word)
         return new
 
 

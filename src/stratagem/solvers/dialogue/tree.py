@@ -43,6 +43,17 @@ Request = tuple[Branch, str, int, Chat, int]  # (path, instruction, seed index, 
 DEFAULT_SAMPLING = Sampling(temperature=0.8, top_p=0.95, max_new_tokens=48)
 
 
+def instruction_pair(
+    instructions: Sequence[str] | tuple[Sequence[str], Sequence[str]],
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Each seat's instructions: one sequence is both seats', a pair of sequences one per seat."""
+    per_seat = [tuple(x) for x in instructions if not isinstance(x, str)]
+    if per_seat:
+        return per_seat[0], per_seat[1]
+    shared = tuple(x for x in instructions if isinstance(x, str))
+    return shared, shared
+
+
 class DialogueTree:
     """The game tree of one scenario, expanded lazily a depth at a time (see module docstring).
 
@@ -76,24 +87,21 @@ class DialogueTree:
     ) -> None:
         if replies < 1 or seeds < 1:
             raise ValueError("a dialogue tree needs at least one reply and one seed")
-        instructions = instructions or domain.instructions
-        if instructions and not isinstance(instructions[0], str):
-            pair = tuple(tuple(x) for x in instructions)  # type: ignore[union-attr]
-        else:
-            pair = (tuple(instructions), tuple(instructions))  # type: ignore[arg-type]
+        pair = instruction_pair(instructions or domain.instructions)
         for seat_instructions in pair:
             if not seat_instructions or len(set(seat_instructions)) != len(seat_instructions):
                 raise ValueError(f"instructions must be distinct and non-empty: {pair}")
             for instruction in seat_instructions:
                 domain.check_instruction(instruction)
         self.domain, self.scenario, self.backend = domain, scenario, backend
-        self.actions: tuple[tuple[str, ...], tuple[str, ...]] = pair  # type: ignore[assignment]
+        self.actions = pair
         self.replies, self.k = replies, seeds
         self.seed_values = tuple(derive(seed, "llm", j) for j in range(seeds))
         self.sampling, self.judge_sampling = sampling, judge_sampling
         self.judge_fallback = judge_fallback
         self.history: dict[Branch, tuple[str, ...]] = {(): (scenario.opening,)}
-        self.frontier: list[list[Branch]] = [[()]] + [[] for _ in range(replies)]
+        self.frontier: list[list[Branch]] = [[] for _ in range(replies + 1)]
+        self.frontier[0].append(())
         self.outcomes: dict[Branch, Outcome] = {}
         self.pending: dict[Branch, None] = {}  # finished dialogues waiting for the judge (ordered)
         self.depth = 0  # depths generated so far
@@ -108,10 +116,10 @@ class DialogueTree:
         """``seat``'s instructions along ``path``."""
         return tuple(s[0] for d, s in enumerate(path) if self.speaker(d) == seat)
 
-    def requests(self, depth: int) -> list[tuple[Branch, str, int, Chat, int]]:
+    def requests(self, depth: int) -> list[Request]:
         """The messages of ``depth`` to write: (path, instruction, seed index, chat, seed)."""
         seat = self.speaker(depth)
-        out = []
+        out: list[Request] = []
         for path in self.frontier[depth]:
             messages = self.history[path]
             for instruction in self.actions[seat]:
@@ -120,7 +128,7 @@ class DialogueTree:
                     out.append((path, instruction, j, chat, value))
         return out
 
-    def accept(self, depth: int, requests: Sequence[tuple], texts: Sequence[str]) -> None:
+    def accept(self, depth: int, requests: Sequence[Request], texts: Sequence[str]) -> None:
         """Stores the messages of ``depth`` and sorts their paths into live and finished."""
         seat, last = self.speaker(depth), depth + 1 == self.replies
         for (path, instruction, j, _, _), raw in zip(requests, texts, strict=True):
