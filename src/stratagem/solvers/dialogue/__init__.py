@@ -33,7 +33,7 @@ from stratagem.solvers.dialogue.tree import (
     DialogueNode,
     DialogueTree,
     Step,
-    judge,
+    judge_pending,
 )
 
 __all__ = [
@@ -51,6 +51,6 @@ __all__ = [
     "fixed_policy",
     "instruction_meta_game",
     "instruction_payoffs",
-    "judge",
+    "judge_pending",
     "stats",
 ]

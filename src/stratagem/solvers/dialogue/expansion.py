@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stratagem.backends.cache import Usage
-from stratagem.solvers.dialogue.tree import DialogueTree, depth_round, judge
+from stratagem.solvers.dialogue.tree import DialogueTree, depth_round, judge_pending
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def expand(trees: Sequence[DialogueTree]) -> ExpansionStats:
     start = time.perf_counter()
     for d in range(max(t.replies for t in trees)):
         depth_round(trees, d)
-    judge(trees)
+    judge_pending(trees)
     seconds = time.perf_counter() - start
     return stats(trees, first.backend.usage.since(before), seconds)
 

@@ -155,7 +155,7 @@ class DialogueTree:
     def outcome(self, path: Branch) -> Outcome:
         """The outcome of the finished dialogue ``path`` (judging pending ones first)."""
         if path not in self.outcomes:
-            judge([self])
+            judge_pending([self])
         return self.outcomes[path]
 
     def is_terminal(self, path: Branch) -> bool:
@@ -294,7 +294,7 @@ def depth_round(trees: Sequence[DialogueTree], depth: int) -> None:
         at += len(requests)
 
 
-def judge(trees: Sequence[DialogueTree]) -> None:
+def judge_pending(trees: Sequence[DialogueTree]) -> None:
     """Scores every pending dialogue of ``trees`` with ``judge.judge_dialogues`` (one judge call
     for all of them, then at most one constrained-choice call), with the first tree's backend
     and judge sampling."""
