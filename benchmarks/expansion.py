@@ -1,7 +1,7 @@
 """Dialogue-tree expansion benchmark: ``python benchmarks/expansion.py [--replies 2 ...]``.
 
 Expands the same fruit-trading trees on the embedded SmolLM2 twice, cold (no response cache):
-breadth first with one batched backend call per depth (``solvers.expand.expand``), and one
+breadth first with one batched backend call per depth (``solvers.dialogue.expand``), and one
 message at a time (one backend call per message, same order, same seeds). Prints messages per
 second for both, per wall-clock and per CPU second of this process (medians of ``--repeats``
 cold runs, alternating; on a shared machine the CPU seconds are the steadier measure), their
@@ -21,9 +21,10 @@ import time
 import torch
 
 from stratagem.backends.base import Sampling
+from stratagem.backends.cache import CachedBackend
 from stratagem.backends.hf import HFBackend
 from stratagem.games.dialogue import get_domain
-from stratagem.solvers.expand import CachedBackend, DialogueTree, expand
+from stratagem.solvers.dialogue import DialogueTree, expand
 
 
 def trees(backend, args) -> list[DialogueTree]:

@@ -163,3 +163,46 @@ def test_sampled_text_depends_only_on_prompt_and_seed(backend):
     other = backend.generate(chats, sampling, seeds=[s + 1 for s in seeds])
     assert [g.text for g in other] != batched  # the seed, not luck, fixes the text
     backend.prefix_reuse = True
+
+
+def test_ordinary_runs_warn_of_no_deprecation():
+    """Loading, greedy and sampled generation with prefix reuse, and both kinds of choice
+    scoring raise no Python deprecation warning and log no transformers deprecation notice
+    (such as the old ``past_key_values`` cache name)."""
+    import logging
+    import warnings
+
+    from stratagem.backends.hf import HFBackend
+
+    # transformers logs each deprecation notice once per process: forget earlier ones
+    once = getattr(logging.Logger, "warning_once", None)
+    if once is not None and hasattr(once, "cache_clear"):
+        once.cache_clear()
+    notices: list[logging.LogRecord] = []
+
+    class Sink(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            notices.append(record)
+
+    handler = Sink()
+    logger = logging.getLogger("transformers")
+    logger.addHandler(handler)
+    chat = [
+        {"role": "system", "content": "You play a card game. Answer PASS or BET."},
+        {"role": "user", "content": "You hold the King. Your move?"},
+    ]
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = HFBackend(dtype="float32", max_batch=4)
+            model.generate([chat, chat[1:]], Sampling(max_new_tokens=6))
+            model.generate([chat], Sampling(max_new_tokens=6))  # reuses the stored prefix
+            model.generate([chat], Sampling(temperature=0.8, max_new_tokens=6), seeds=[3])
+            first = model.choice_probs([chat], [("PASS", "BET")])[0]
+            shared = model.choice_probs([chat], [("1,2,3", "1,3,2")])[0]
+    finally:
+        logger.removeHandler(handler)
+    assert sum(first.values()) == pytest.approx(1.0) and sum(shared.values()) == pytest.approx(1)
+    deprecations = [w for w in caught if issubclass(w.category, DeprecationWarning | FutureWarning)]
+    assert not deprecations, [str(w.message) for w in deprecations]
+    assert not [r.getMessage() for r in notices if "deprecat" in r.getMessage().lower()]

@@ -16,16 +16,15 @@ import pytest
 
 from stratagem.backends.base import Sampling
 from stratagem.backends.cache import ResponseCache
-from stratagem.backends.openai import (
+from stratagem.backends.openai import MAX_RETRY_AFTER_SECONDS, OpenAIBackend
+from stratagem.backends.openai_http import (
     BASE_RESPONSE_BYTES,
     BYTES_PER_TOKEN,
-    CHARS_PER_TOKEN,
     MAX_RESPONSE_BYTES,
-    MAX_RETRY_AFTER_SECONDS,
-    OpenAIBackend,
-    _retry_after,
     response_byte_limit,
+    retry_after,
 )
+from stratagem.backends.openai_replies import CHARS_PER_TOKEN
 from stratagem.errors import ConfigError
 from tests.backends.fault_server import FaultServer, completion
 
@@ -190,7 +189,7 @@ def test_unusable_retry_after_values_fall_back_to_the_backoff(value):
 def test_huge_retry_after_values_are_capped(header):
     response = SimpleNamespace(headers={header: "1e12"})
     b = OpenAIBackend("fake", "http://127.0.0.1:9/v1")
-    assert b._backoff(0, _retry_after(response)) == MAX_RETRY_AFTER_SECONDS
+    assert b._backoff(0, retry_after(response)) == MAX_RETRY_AFTER_SECONDS
     # and a wait past the retry budget ends the request at once instead of sleeping through it
     with FaultServer([("status", 503, {header: "1e12"}), ("ok", "DEFECT")]) as s:
         start = time.monotonic()
@@ -201,12 +200,12 @@ def test_huge_retry_after_values_are_capped(header):
 
 def test_retry_after_as_an_http_date():
     past = SimpleNamespace(headers={"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"})
-    assert _retry_after(past) is None  # already passed: the backoff decides
+    assert retry_after(past) is None  # already passed: the backoff decides
     future = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))
-    seconds = _retry_after(SimpleNamespace(headers={"retry-after": future}))
+    seconds = retry_after(SimpleNamespace(headers={"retry-after": future}))
     assert seconds is not None and 25 < seconds <= 30
-    assert _retry_after(SimpleNamespace(headers={"retry-after": "Wed, 99 Foo"})) is None
-    assert not math.isnan(_retry_after(SimpleNamespace(headers={"retry-after": "2"})))
+    assert retry_after(SimpleNamespace(headers={"retry-after": "Wed, 99 Foo"})) is None
+    assert not math.isnan(retry_after(SimpleNamespace(headers={"retry-after": "2"})))
 
 
 @pytest.mark.parametrize(

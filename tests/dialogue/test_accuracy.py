@@ -6,10 +6,11 @@ import math
 
 import pytest
 
+from stratagem.backends.cache import CachedBackend
 from stratagem.backends.scripted import ScriptedBackend
 from stratagem.games.dialogue import get_domain
 from stratagem.metrics.dialogue import judge_accuracy, steering_accuracy, steering_samples
-from stratagem.solvers.expand import CachedBackend, DialogueTree, expand
+from stratagem.solvers.dialogue import DialogueTree, expand
 
 from .conftest import note
 

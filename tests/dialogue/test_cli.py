@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from stratagem.backends.scripted import ScriptedBackend
 from stratagem.cli.main import app
 from stratagem.errors import ConfigError
-from stratagem.solvers import dialogue_setup
+from stratagem.solvers.dialogue import setup as dialogue_setup
 
 
 def fruit_script(chat):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from stratagem.backends.cache import CachedBackend
 from stratagem.games.dialogue import get_domain
 from stratagem.solvers.cfr import solve
-from stratagem.solvers.expand import CachedBackend, DialogueTree, expand
+from stratagem.solvers.dialogue import DialogueTree, expand
 
 pytestmark = pytest.mark.slow
 

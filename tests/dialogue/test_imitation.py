@@ -10,11 +10,12 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from stratagem.backends.cache import CachedBackend
 from stratagem.backends.scripted import ScriptedBackend
 from stratagem.cli.main import app
 from stratagem.games.dialogue import get_domain
-from stratagem.solvers import dialogue_setup
-from stratagem.solvers.expand import CachedBackend, DialogueTree, expand, fixed_policy
+from stratagem.solvers.dialogue import DialogueTree, expand, fixed_policy
+from stratagem.solvers.dialogue import setup as dialogue_setup
 from stratagem.training import imitation
 from stratagem.training.imitation import (
     Args,

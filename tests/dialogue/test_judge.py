@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from stratagem.backends.cache import CachedBackend
 from stratagem.backends.scripted import ScriptedBackend
 from stratagem.games.dialogue import get_domain
-from stratagem.solvers.expand import CachedBackend, DialogueTree, JudgeFailure, expand
+from stratagem.solvers.dialogue import DialogueTree, JudgeFailure, expand
 from stratagem.solvers.tree import TERMINAL, walk
 
 

@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from stratagem.backends.cache import CachedBackend
 from stratagem.backends.scripted import ScriptedBackend
 from stratagem.cli.main import app
 from stratagem.games.dialogue import get_domain
-from stratagem.solvers import dialogue_setup
-from stratagem.solvers.expand import (
-    CachedBackend,
+from stratagem.solvers.dialogue import (
     InstructionOracle,
     instruction_meta_game,
     instruction_payoffs,
 )
+from stratagem.solvers.dialogue import setup as dialogue_setup
 from stratagem.solvers.psro import MetaGame, psro
 
 from .conftest import note

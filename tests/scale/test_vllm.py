@@ -197,7 +197,7 @@ def test_choice_probs_are_the_restricted_softmax_at_the_branching_points():
 def test_trie_probs_equal_the_hf_backends_masked_decode():
     """The naive equivalent: hf's trie over full log-probability vectors."""
     torch = pytest.importorskip("torch")
-    from stratagem.backends.hf import _Trie
+    from stratagem.backends.trie import Trie as _Trie
 
     rng = random.Random(3)
     for _ in range(50):

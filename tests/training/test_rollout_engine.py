@@ -15,7 +15,8 @@ import torch
 
 from stratagem.backends import vllm as vllm_backend
 from stratagem.backends.hf import HFBackend
-from stratagem.backends.vllm import TrainerVLLMBackend, VLLMApi, write_base
+from stratagem.backends.vllm import VLLMApi
+from stratagem.backends.vllm_trainer import TrainerVLLMBackend, write_base
 from stratagem.episode import EpisodeSpec
 from stratagem.errors import ConfigError
 from stratagem.games import get_game

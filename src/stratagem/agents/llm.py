@@ -17,14 +17,22 @@ import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from stratagem.agent import Decision
-from stratagem.backends.base import Backend, Chat, Generation, Sampling, ToolCallingBackend
+from stratagem.agent import Decision, Status
+from stratagem.backends.base import (
+    Backend,
+    Chat,
+    Generation,
+    Message,
+    Sampling,
+    ToolCallingBackend,
+)
 from stratagem.game import ChecksCompletion, Game, HasTools, Invalid, Observation, chat_for
 from stratagem.parsing import holds_action, parse_action
 from stratagem.seeding import derive
 
 __all__ = ["LLMAgent", "chat_for"]
 
+Fallback = Literal["argmax", "sample", "none"]  # how an unparsed answer is settled
 FINAL_ASK = "Now give only your final action, one of: {choices}."
 DIRECT_ASK = "Reply with your action only."
 
@@ -38,7 +46,7 @@ class LLMAgent:
         game: Game,
         sampling: Sampling | None = None,
         *,
-        fallback: Literal["argmax", "sample", "none"] = "argmax",
+        fallback: Fallback = "argmax",
         name: str | None = None,
         stop_on_action: bool = True,
     ):
@@ -60,14 +68,14 @@ class LLMAgent:
 
     def act(self, batch: Sequence[Observation]) -> list[Decision]:
         """Returns one decision per observation: one batched generation per observation kind."""
-        out: list[Decision | None] = [None] * len(batch)
+        out: dict[int, Decision] = {}
         fixed = [i for i, o in enumerate(batch) if o.legal]
         free = [i for i, o in enumerate(batch) if not o.legal]
         for idx, run in ((fixed, self._fixed_choice), (free, self._free_form)):
             if idx:
                 for i, d in zip(idx, run([batch[i] for i in idx]), strict=True):
                     out[i] = d
-        return out  # type: ignore[return-value]
+        return [out[i] for i in range(len(batch))]
 
     def _stop(self, obs: Observation):
         if not self.stop_on_action:
@@ -85,7 +93,7 @@ class LLMAgent:
         tokens: list[str | None] = [
             parse_action(g.text, o.legal).token for g, o in zip(gens, batch, strict=True)
         ]
-        statuses = ["ok" if t else "failed" for t in tokens]
+        statuses: list[Status] = ["ok" if t else "failed" for t in tokens]
         probs: list[dict[str, float] | None] = [None] * len(batch)
         missing = [
             i for i, t in enumerate(tokens) if t is None and gens[i].finish_reason != "error"
@@ -107,7 +115,7 @@ class LLMAgent:
                 Decision(
                     action=self.game.parse(token, obs.legal),
                     text=gen.text,
-                    status=statuses[i],  # type: ignore[arg-type]
+                    status=statuses[i],
                     probs=probs[i],
                     tokens=gen.tokens,
                     seconds=seconds,
@@ -122,13 +130,13 @@ class LLMAgent:
         the game answers with a correction."""
         start = time.perf_counter()
         extra: dict[str, Any] = {}
-        tools = (
-            isinstance(self.game, HasTools)
+        game = self.game
+        if (
+            isinstance(game, HasTools)
             and isinstance(self.backend, ToolCallingBackend)
             and self.backend.supports_tools
-        )
-        if tools:
-            extra["tools"] = self.game.tool_schemas()  # native tool calls where offered
+        ):
+            extra["tools"] = game.tool_schemas()  # native tool calls where offered
         gens = self.backend.generate(
             [chat_for(o) for o in batch],
             self.sampling,
@@ -170,7 +178,7 @@ class LLMAgent:
         return self.backend.choice_probs(chats, [o.legal for o in batch])
 
 
-def _fallback_chat(chat: Chat, gen: Generation, obs: Observation) -> list[dict[str, str]]:
+def _fallback_chat(chat: Chat, gen: Generation, obs: Observation) -> list[Message]:
     return [
         *chat,
         {"role": "assistant", "content": gen.text},
@@ -178,7 +186,7 @@ def _fallback_chat(chat: Chat, gen: Generation, obs: Observation) -> list[dict[s
     ]
 
 
-def _pick(dist: dict[str, float], seed: int, mode: str) -> str:
+def _pick(dist: dict[str, float], seed: int, mode: Fallback) -> str:
     if mode == "sample":
         rng = random.Random(seed)
         return rng.choices(list(dist), weights=list(dist.values()))[0]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from stratagem.agent import Agent
+from stratagem.agents.llm import Fallback, LLMAgent
 from stratagem.backends.base import Backend, Sampling
 from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.game import Game
@@ -31,7 +32,7 @@ class LLMOptions:
     max_new_tokens: int = 64  # *
     adapter: str | None = None  # *
     dtype: str = "auto"  # *
-    fallback: str = "argmax"  # *
+    fallback: Fallback = "argmax"  # *
     base_url: str | None = None  # *
     api_key_env: str = "OPENAI_API_KEY"
     max_batch: int = 64
@@ -73,8 +74,6 @@ def make_agent(spec: str, game: Game | str, options: LLMOptions | None = None) -
             )
         return get_strategy(game.name, arg)
     options = options or LLMOptions()
-    from stratagem.agents.llm import LLMAgent
-
     backend = make_backend(spec, options)
     return LLMAgent(backend, game, options.sampling, fallback=options.fallback)
 

@@ -1,4 +1,16 @@
-"""Model backends: ``hf`` (local transformers), ``openai`` (any compatible endpoint), ``scripted``.
+"""Model backends: ``hf`` (local transformers), ``openai`` (any compatible endpoint), ``vllm``
+(an in-process engine on a GPU), ``scripted`` (the test double).
 
-Heavy libraries (torch, transformers, openai) are imported only when a backend is built.
+- ``base``: the ``Backend`` protocol, ``Sampling``, ``Generation``;
+- ``hf`` with ``hf_prompts`` (prompt encoding, prefix KV reuse) and ``hf_sampling`` (per-row
+  seeded sampling and stopping); ``prefix_cache`` stores prompt KV caches;
+- ``openai`` with ``openai_http`` (the bounded HTTP client, retry hints) and ``openai_replies``
+  (reading replies into generations);
+- ``vllm``, and ``vllm_trainer`` (the engine sampling a trainer's rollouts);
+- ``trie`` (constrained choice scoring) and ``chains`` (trainers' chained token ids), shared by
+  ``hf`` and ``vllm``;
+- ``cache``: the persistent response cache and ``CachedBackend``; ``embedded``: the bundled model;
+  ``sharded``: one backend spread over Ray workers.
+
+Heavy libraries (torch, transformers, openai, vllm) are imported only when a backend is built.
 """

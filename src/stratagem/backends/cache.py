@@ -1,9 +1,14 @@
-"""A persistent response cache: SQLite in WAL mode, JSON values (never pickle).
+"""A persistent response cache: SQLite in WAL mode, JSON values (never pickle), and
+``CachedBackend``, any backend behind it.
 
 The key is a sha256 over everything that changes a response (backend kind, model, base URL,
 messages, generation parameters, the per-decision seed — so sampled repeats never collapse) and
 nothing that does not (concurrency, timeouts, retries). Only complete successes are stored. A
 corrupt entry is a miss with a warning; concurrent writers are serialised by SQLite.
+
+``CachedBackend`` is how dialogue trees call their model: its first answer to a (model, chat,
+sampling, seed) is the answer from then on, so a rerun, a second solver or a PSRO cell that shares
+a prefix costs no model call and sees the same text, and it counts what reached the backend.
 """
 
 from __future__ import annotations
@@ -14,8 +19,12 @@ import sqlite3
 import threading
 import time
 import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from stratagem.backends.base import Backend, Chat, Generation, Sampling, StopCheck
 
 
 def cache_key(**parts: Any) -> str:
@@ -80,3 +89,141 @@ class ResponseCache:
         """Close the database; the cache is unusable after."""
         with self._lock:
             self._db.close()
+
+
+@dataclass
+class Usage:
+    """What a ``CachedBackend`` has done: backend calls, completions, cache hits, seconds."""
+
+    calls: int = 0  # generate / choice_probs calls that reached the backend
+    generated: int = 0  # completions (or distributions) the backend computed
+    hits: int = 0  # answers served from the cache
+    tokens: int = 0  # tokens the backend generated
+    seconds: float = 0.0  # time spent inside backend calls
+    batches: list[int] = field(default_factory=list)  # size of each backend call
+
+    def snapshot(self) -> Usage:
+        """A copy (to subtract later)."""
+        return Usage(
+            self.calls, self.generated, self.hits, self.tokens, self.seconds, list(self.batches)
+        )
+
+    def since(self, before: Usage) -> Usage:
+        """The usage accrued after ``before``."""
+        return Usage(
+            self.calls - before.calls,
+            self.generated - before.generated,
+            self.hits - before.hits,
+            self.tokens - before.tokens,
+            self.seconds - before.seconds,
+            self.batches[len(before.batches) :],
+        )
+
+
+class CachedBackend:
+    """Any backend behind a persistent response cache (``backends.cache.ResponseCache``).
+
+    The key is (model id, chat, sampling, seed, stop rule); with greedy sampling the seed is left
+    out, since it cannot change the text. Misses are deduplicated and sent in one backend call;
+    a call whose answers are all cached never reaches the backend.
+
+    Args:
+        backend: Any ``Backend`` (hf, openai, scripted).
+        cache: A ``ResponseCache``, a path to one, or None to keep answers in memory only.
+    """
+
+    def __init__(self, backend: Backend, cache: ResponseCache | str | Path | None = None) -> None:
+        self.backend = backend
+        self.model_id = backend.model_id
+        self.cache = ResponseCache(cache) if isinstance(cache, str | Path) else cache
+        self.memory: dict[str, dict[str, Any]] = {}
+        self.usage = Usage()
+
+    def _get(self, key: str) -> dict[str, Any] | None:
+        hit = self.memory.get(key)
+        if hit is None and self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.memory[key] = hit
+        return hit
+
+    def _put(self, key: str, value: dict[str, Any]) -> None:
+        self.memory[key] = value
+        if self.cache is not None:
+            self.cache.put(key, value)
+
+    def generate(
+        self,
+        chats: Sequence[Chat],
+        sampling: Sampling,
+        *,
+        seeds: Sequence[int] | None = None,
+        stop: Sequence[StopCheck | None] | None = None,
+        stop_key: str = "",
+    ) -> list[Generation]:
+        """Returns one completion per chat, from the cache where possible, the rest from one
+        backend call. ``stop_key`` names the stop rule (it changes where text ends)."""
+        seeds = list(seeds) if seeds is not None else [0] * len(chats)
+        keys = [
+            cache_key(
+                kind="generate",
+                model=self.model_id,
+                chat=[dict(m) for m in chat],
+                sampling=asdict(sampling),
+                seed=None if sampling.greedy else int(seed),
+                stop=stop_key,
+            )
+            for chat, seed in zip(chats, seeds, strict=True)
+        ]
+        missing: dict[str, int] = {}
+        for i, key in enumerate(keys):
+            if key not in missing and self._get(key) is None:
+                missing[key] = i
+        self.usage.hits += len(keys) - sum(1 for k in keys if k in missing)
+        if missing:
+            idx = list(missing.values())
+            start = time.perf_counter()
+            gens = self.backend.generate(
+                [chats[i] for i in idx],
+                sampling,
+                seeds=[seeds[i] for i in idx],
+                stop=[stop[i] for i in idx] if stop is not None else None,
+            )
+            self.usage.seconds += time.perf_counter() - start
+            self.usage.calls += 1
+            self.usage.batches.append(len(idx))
+            self.usage.generated += len(idx)
+            for key, gen in zip(missing, gens, strict=True):
+                self.usage.tokens += gen.tokens
+                self._put(
+                    key, {"text": gen.text, "tokens": gen.tokens, "finish": gen.finish_reason}
+                )
+        out = []
+        for key in keys:
+            hit = self.memory[key]
+            out.append(
+                Generation(text=hit["text"], tokens=hit["tokens"], finish_reason=hit["finish"])
+            )
+        return out
+
+    def choice_probs(
+        self, chats: Sequence[Chat], choices: Sequence[tuple[str, ...]]
+    ) -> list[dict[str, float]]:
+        """Returns the backend's constrained distribution over each chat's choices (cached)."""
+        keys = [
+            cache_key(kind="choices", model=self.model_id, chat=[dict(m) for m in c], choices=cs)
+            for c, cs in zip(chats, choices, strict=True)
+        ]
+        missing = {k: i for i, k in enumerate(keys) if self._get(k) is None}
+        self.usage.hits += len(keys) - len(missing)
+        if missing:
+            idx = list(missing.values())
+            start = time.perf_counter()
+            probs = self.backend.choice_probs([chats[i] for i in idx], [choices[i] for i in idx])
+            self.usage.seconds += time.perf_counter() - start
+            self.usage.calls += 1
+            self.usage.batches.append(len(idx))
+            self.usage.generated += len(idx)
+            for key, p in zip(missing, probs, strict=True):
+                self._put(key, {"probs": {k: float(v) for k, v in p.items()}})
+        return [dict(self.memory[k]["probs"]) for k in keys]

@@ -11,6 +11,7 @@ import importlib.util
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from stratagem.errors import StratagemError
 
@@ -52,7 +53,7 @@ def embedded_dir() -> Path:
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model: Any = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
     # the weights are dequantised to fp32 on load; drop the GGUF marker so they can be saved
     model.hf_quantizer = None
     model.is_quantized = False

@@ -24,6 +24,9 @@ RELIABILITY B and C.
   per-decision seed. API keys are read from the environment and never written anywhere.
 - Action probabilities use the endpoint's logprobs when offered, else a constrained re-ask.
 
+Its parts: the bounded HTTP client, URL checks and ``Retry-After`` in ``openai_http``; reading
+replies and cache entries into generations in ``openai_replies``.
+
 Departure: the backend's ``stop`` checks are ignored — a non-streamed completion cannot be
 stopped on a Python check, so callers parse the whole (capped) answer.
 """
@@ -32,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 import random
 import threading
@@ -40,34 +42,38 @@ import time
 import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 from stratagem.backends.base import Chat, Generation, Sampling, StopCheck
 from stratagem.backends.cache import ResponseCache, cache_key
+from stratagem.backends.openai_http import (
+    MAX_RESPONSE_BYTES,
+    ResponseRefused,
+    bounded_http_client,
+    check_base_url,
+    check_settings,
+    httpx_for,
+    retry_after,
+    serve_loop,
+    stop_loop,
+)
+from stratagem.backends.openai_replies import (
+    CHARS_PER_TOKEN,
+    generation_from_body,
+    generation_from_cache,
+    logprob_distribution,
+    short,
+)
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.parsing import parse_action
 
 RETRYABLE_STATUS = {408, 409, 429}
 FATAL_STATUS = {401, 403}
 MAX_RETRY_AFTER_SECONDS = 60.0
-MAX_RESPONSE_BYTES = 8 * 2**20  # response bodies are refused above this, whatever was asked
-BASE_RESPONSE_BYTES = 256 * 2**10  # ... and above this plus BYTES_PER_TOKEN per max_tokens
-BYTES_PER_TOKEN = 2**10
-CHARS_PER_TOKEN = 16  # completion text kept per requested token (a token is ~4 characters)
 
 
 class BackendFatalError(StratagemError):
     """Every call would fail the same way (bad key, no access): stop the run."""
-
-
-class ResponseRefused(Exception):
-    """A response refused while it streamed in: a body over the byte cap, or compressed."""
-
-    def __init__(self, status: int, reason: str):
-        super().__init__(f"HTTP {status} response refused: {reason}")
-        self.status = status
 
 
 class _Retryable(Exception):
@@ -118,8 +124,8 @@ class OpenAIBackend:
     ):
         import openai
 
-        _check_base_url(base_url, _httpx_for(openai))
-        _check_numbers(concurrency, max_retries, attempt_timeout, max_response_bytes)
+        check_base_url(base_url, httpx_for(openai))
+        check_settings(concurrency, max_retries, attempt_timeout, max_response_bytes)
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.model_id = f"{model}@{self.base_url}"
@@ -135,8 +141,8 @@ class OpenAIBackend:
         # The client lives on its own event loop so that a deadline can cancel an attempt
         # wherever it waits; the workers below block on it, one attempt each.
         self._loop = asyncio.new_event_loop()
-        threading.Thread(target=_serve, args=(self._loop,), daemon=True).start()
-        weakref.finalize(self, _stop, self._loop)
+        threading.Thread(target=serve_loop, args=(self._loop,), daemon=True).start()
+        weakref.finalize(self, stop_loop, self._loop)
         self._client = openai.AsyncOpenAI(
             base_url=self.base_url,
             api_key=os.environ.get(api_key_env) or "not-needed",
@@ -189,10 +195,10 @@ class OpenAIBackend:
         ``CHARS_PER_TOKEN`` cap. ``tools`` are JSON tool schemas passed on to the endpoint; its
         native calls come back in ``info["tool_calls"]``.
         """
-        seeds = list(seeds) if seeds is not None else [None] * len(chats)
+        row_seeds: list[int | None] = list(seeds) if seeds is not None else [None] * len(chats)
         jobs = [
             self._pool.submit(self._complete, chat, sampling, seed, tools)
-            for chat, seed in zip(chats, seeds, strict=True)
+            for chat, seed in zip(chats, row_seeds, strict=True)
         ]
         return [job.result() for job in jobs]
 
@@ -221,7 +227,9 @@ class OpenAIBackend:
             params=params,
         )
         max_chars = CHARS_PER_TOKEN * sampling.max_new_tokens
-        if self.cache is not None and (hit := _from_cache(self.cache.get(key), max_chars)):
+        if self.cache is not None and (
+            hit := generation_from_cache(self.cache.get(key), max_chars)
+        ):
             return hit
         start = time.perf_counter()
         try:
@@ -234,7 +242,7 @@ class OpenAIBackend:
                 info={"error": str(exc), "http_status": exc.status},
             )
         seconds = time.perf_counter() - start
-        gen = _generation(body, seconds, retries, max_chars)
+        gen = generation_from_body(body, seconds, retries, max_chars)
         complete = gen.finish_reason in ("stop", "action") and (
             gen.text != "" or bool(gen.info.get("tool_calls"))
         )
@@ -298,8 +306,8 @@ class OpenAIBackend:
                     f"in ${self.api_key_env}"
                 ) from None
             if status in RETRYABLE_STATUS or status >= 500:
-                raise _Retryable(f"HTTP {status}", status, _retry_after(exc.response)) from exc
-            raise _Failed(f"HTTP {status}: {_short(exc.message)}", status) from exc
+                raise _Retryable(f"HTTP {status}", status, retry_after(exc.response)) from exc
+            raise _Failed(f"HTTP {status}: {short(exc.message)}", status) from exc
         try:
             body = json.loads(text)
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly nested JSON
@@ -341,7 +349,7 @@ class OpenAIBackend:
                 body, _ = self._request(
                     messages=messages, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=20
                 )
-                dist = _logprob_distribution(body, choices)
+                dist = logprob_distribution(body, choices)
                 if dist is not None:
                     return dist
             except _Failed:
@@ -366,7 +374,7 @@ class OpenAIBackend:
         try:
             asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=5)
         finally:
-            _stop(self._loop)
+            stop_loop(self._loop)
             if self.cache is not None:
                 self.cache.close()
 
@@ -375,288 +383,3 @@ class OpenAIBackend:
             if task is not asyncio.current_task():
                 task.cancel()
         await self._client.close()
-
-
-def bounded_http_client(max_response_bytes: int = MAX_RESPONSE_BYTES) -> Any:
-    """The openai SDK's default async HTTP client, refusing (``ResponseRefused``) any response
-    body over ``response_byte_limit`` as it streams in, before it is held in memory.
-
-    A ``Content-Length`` over the limit is refused before the body is read. Compression is
-    declined (``Accept-Encoding: identity``) and a compressed answer refused, so the limit also
-    bounds the decoded body (a small gzip body can inflate a thousandfold).
-    """
-    import openai
-
-    httpx = _httpx_for(openai)
-
-    class CappedStream(httpx.AsyncByteStream):
-        def __init__(self, stream: Any, status: int, limit: int):
-            self._stream, self._status, self._limit = stream, status, limit
-
-        async def __aiter__(self):
-            received = 0
-            async for chunk in self._stream:
-                received += len(chunk)
-                if received > self._limit:
-                    raise ResponseRefused(self._status, _over(self._limit))
-                yield chunk
-
-        async def aclose(self) -> None:
-            await self._stream.aclose()
-
-    async def cap_body(response: Any) -> None:
-        try:
-            request_body = response.request.content
-        except httpx.RequestNotRead:  # a streamed request (not ours): only the overall cap
-            request_body = b""
-        limit = response_byte_limit(request_body, max_response_bytes)
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
-        length = response.headers.get("content-length", "").strip()
-        if encoding not in ("", "identity"):
-            raise ResponseRefused(response.status_code, f"{_short(encoding)}-encoded, not identity")
-        if length.isdigit() and int(length) > limit:
-            raise ResponseRefused(response.status_code, _over(limit))
-        response.stream = CappedStream(response.stream, response.status_code, limit)
-
-    return openai.DefaultAsyncHttpxClient(
-        headers={"Accept-Encoding": "identity"}, event_hooks={"response": [cap_body]}
-    )
-
-
-def response_byte_limit(request_body: bytes, max_response_bytes: int = MAX_RESPONSE_BYTES) -> int:
-    """The most bytes a response to this request body may have: ``BASE_RESPONSE_BYTES`` plus
-    ``BYTES_PER_TOKEN`` per ``max_tokens`` the request asks for, and at most
-    ``max_response_bytes`` (all of it without a ``max_tokens``).
-
-    A real answer needs about 100 bytes per token (16 characters, JSON-escaped), so a limit
-    per request keeps ``concurrency`` hostile answers at once from costing much memory.
-    """
-    try:
-        max_tokens = json.loads(request_body).get("max_tokens")
-    except (ValueError, AttributeError, RecursionError):
-        max_tokens = None
-    if isinstance(max_tokens, int) and max_tokens > 0:
-        return min(max_response_bytes, BASE_RESPONSE_BYTES + BYTES_PER_TOKEN * max_tokens)
-    return max_response_bytes
-
-
-def _over(limit: int) -> str:
-    return f"body over the {limit / 2**10:.0f} KiB limit (does the server ignore max_tokens?)"
-
-
-def _httpx_for(openai: Any) -> Any:
-    """The httpx flavour the installed openai SDK is built on (``httpx2`` from openai 3)."""
-    if hasattr(openai, "DefaultAsyncHttpx2Client"):
-        import httpx2
-
-        return httpx2
-    import httpx
-
-    return httpx
-
-
-def _serve(loop: asyncio.AbstractEventLoop) -> None:
-    asyncio.set_event_loop(loop)
-    try:
-        loop.run_forever()
-    finally:
-        loop.close()
-
-
-def _stop(loop: asyncio.AbstractEventLoop) -> None:
-    try:
-        loop.call_soon_threadsafe(loop.stop)
-    except RuntimeError:  # already closed
-        pass
-
-
-def _check_base_url(base_url: str, httpx: Any) -> None:
-    """Raise ``ConfigError`` unless the client's own URL parser reads ``base_url`` as an
-    ``http://`` or ``https://`` URL with a host."""
-    try:
-        url = httpx.URL(base_url)
-        usable = url.scheme in ("http", "https") and bool(url.host)
-    except (httpx.InvalidURL, TypeError):
-        usable = False
-    if not usable:
-        raise ConfigError(
-            f"base URL {base_url!r} is not an http:// or https:// URL with a host; pass one "
-            "such as --base-url http://127.0.0.1:8000/v1"
-        )
-
-
-def _check_numbers(
-    concurrency: int, max_retries: int, attempt_timeout: float, max_response_bytes: int
-) -> None:
-    """Raise ``ConfigError`` for a setting no backend could work with."""
-    for name, value, least in [
-        ("concurrency", concurrency, 1),
-        ("max_retries", max_retries, 0),
-        ("max_response_bytes", max_response_bytes, 1),
-    ]:
-        if value < least:
-            raise ConfigError(f"{name} must be at least {least}, not {value}")
-    if not attempt_timeout > 0:
-        raise ConfigError(
-            f"attempt_timeout must be a positive number of seconds, not {attempt_timeout}"
-        )
-
-
-def _generation(
-    body: dict[str, Any], seconds: float, retries: list[Any], max_chars: int
-) -> Generation:
-    """The generation a chat-completion body describes. Its text (content and tool-call
-    arguments together) is cut to ``max_chars``, with finish reason ``truncated``."""
-    info: dict[str, Any] = {"system_fingerprint": _short_or_none(body.get("system_fingerprint"))}
-    if retries:
-        info["retries"] = retries
-    choices = body.get("choices")
-    if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)):
-        return Generation(
-            "", finish_reason="empty", seconds=seconds, info={**info, "malformed": "no choices"}
-        )
-    message = choices[0].get("message")
-    message = message if isinstance(message, dict) else {}
-    finish = _short_or_none(choices[0].get("finish_reason"))
-    info["api_finish_reason"] = finish
-    raw = message.get("content")
-    content = _clean(raw[:max_chars]) if isinstance(raw, str) else ""
-    calls, call_chars = _tool_calls(message, max_chars - len(content))
-    received = (len(raw) if isinstance(raw, str) else 0) + call_chars
-    if received > max_chars:
-        info["truncated_from_chars"] = received
-    if calls:
-        info["tool_calls"] = calls
-    elif not content:
-        info["malformed"] = "null content" if raw is None else "empty content"
-        return Generation("", finish_reason="empty", seconds=seconds, info=info)
-    if received > max_chars:
-        reason = "truncated"
-    elif calls or finish in (None, "stop"):
-        reason = "stop"
-    else:
-        reason = "length" if finish == "length" else "error"
-    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
-    tokens = _count(usage.get("completion_tokens"))
-    return Generation(
-        text=content,
-        tokens=tokens if tokens is not None else len(content.split()),
-        prompt_tokens=_count(usage.get("prompt_tokens")) or 0,
-        finish_reason=reason,  # type: ignore[arg-type]  # "truncated": see base.FinishReason
-        seconds=seconds,
-        info=info,
-    )
-
-
-def _from_cache(hit: dict[str, Any] | None, max_chars: int) -> Generation | None:
-    """The generation a cache entry holds, its text capped like a fresh one's (entries written
-    before the cap existed may be huge); ``None`` for a miss or an entry without text."""
-    if hit is None or not isinstance(hit.get("text"), str):
-        return None
-    text = hit["text"][:max_chars]
-    calls = hit.get("tool_calls") if isinstance(hit.get("tool_calls"), list) else None
-    if calls is not None:
-        wrapped = {"tool_calls": [{"function": c} for c in calls]}
-        calls, _ = _tool_calls(wrapped, max_chars - len(text))
-    return Generation(
-        text=text,
-        tokens=_count(hit.get("tokens")) or 0,
-        prompt_tokens=_count(hit.get("prompt_tokens")) or 0,
-        finish_reason="action" if hit.get("finish_reason") == "action" else "stop",
-        info={
-            "cached": True,
-            "tool_calls": calls,
-            "system_fingerprint": _short_or_none(hit.get("fingerprint")),
-            "original_seconds": hit.get("seconds"),
-        },
-    )
-
-
-def _tool_calls(message: dict[str, Any], max_chars: int) -> tuple[list[dict[str, Any]] | None, int]:
-    """``[{"name", "arguments"}]`` from a message's native tool calls (arguments as JSON text),
-    names and arguments cut to ``max_chars`` in all; and how many characters the server sent."""
-    raw_calls = message.get("tool_calls")
-    calls, received, left = [], 0, max_chars
-    for call in raw_calls if isinstance(raw_calls, list) else []:
-        fn = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(fn, dict):
-            continue
-        name = fn.get("name") if isinstance(fn.get("name"), str) else ""
-        arguments = fn.get("arguments", "{}")
-        if not isinstance(arguments, str):  # some servers send an object
-            try:
-                arguments = json.dumps(arguments)
-            except (TypeError, ValueError, RecursionError):
-                arguments = ""
-        received += len(name) + len(arguments)
-        if left > 0:
-            name = _clean(name[:left])
-            arguments = _clean(arguments[: left - len(name)])
-            left -= len(name) + len(arguments)
-            calls.append({"name": name or None, "arguments": arguments})
-    return calls or None, received
-
-
-def _logprob_distribution(
-    body: dict[str, Any], choices: tuple[str, ...]
-) -> dict[str, float] | None:
-    """Mass of the top first tokens that begin each choice (and only it), renormalised."""
-    try:
-        top = body["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-    except (KeyError, IndexError, TypeError):
-        return None
-    mass = dict.fromkeys(choices, 0.0)
-    for entry in top if isinstance(top, list) else []:
-        if not isinstance(entry, dict):
-            continue
-        piece = str(entry.get("token", ""))[:200].strip().upper()
-        try:
-            logprob = float(entry.get("logprob", -math.inf))
-        except (TypeError, ValueError):
-            continue
-        matches = [c for c in choices if piece and c.upper().startswith(piece)]
-        if len(matches) == 1 and logprob <= 0:  # a positive or NaN logprob is no probability
-            mass[matches[0]] += math.exp(logprob)
-    total = sum(mass.values())
-    return {c: m / total for c, m in mass.items()} if total > 0 else None
-
-
-def _retry_after(response: Any) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms``, or ``Retry-After`` in seconds or
-    as an HTTP date); ``None`` when absent or unusable (negative, NaN, infinite, garbage)."""
-    headers = getattr(response, "headers", None) or {}
-    try:
-        if "retry-after-ms" in headers:
-            seconds = float(headers["retry-after-ms"]) / 1000
-        elif "retry-after" in headers:
-            value = headers["retry-after"]
-            try:
-                seconds = float(value)
-            except ValueError:
-                when = parsedate_to_datetime(value)
-                if when.tzinfo is None:
-                    when = when.replace(tzinfo=UTC)
-                seconds = (when - datetime.now(UTC)).total_seconds()
-        else:
-            return None
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
-
-
-def _count(value: Any) -> int | None:
-    """A token count from a usage field, or ``None`` when it is not a non-negative integer."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _clean(text: str) -> str:
-    r"""The text with lone surrogates (JSON allows ``"\ud800"``) replaced: valid UTF-8."""
-    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-
-
-def _short_or_none(value: Any) -> str | None:
-    return _short(_clean(value)) if isinstance(value, str) else None
-
-
-def _short(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"

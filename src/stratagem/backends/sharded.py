@@ -1,6 +1,6 @@
 """A backend whose calls are split over Ray workers (SPEC §10): tree expansion on many processes.
 
-Dialogue trees (``solvers.expand``) ask their backend for one batch per depth: every message of
+Dialogue trees (``solvers.dialogue``) ask their backend for one batch per depth: every message of
 that depth in every tree. ``RayBackend`` cuts such a batch into one contiguous shard per worker,
 each worker (a Ray actor holding its own model, built once from a picklable factory) answers its
 shard, and the answers come back in the original order. It sits under ``CachedBackend``, so the
@@ -9,7 +9,7 @@ wherever it did locally.
 
 A message depends on (chat, sampling, seed) only, so a shard's answers are the ones the whole
 batch would have had, up to what a local model's batch shape does to the last bits of its logits
-(measured in ``solvers.expand``: 1 of 3 embedded-SmolLM2 messages changed between alone and a
+(measured in ``solvers.dialogue``: 1 of 3 embedded-SmolLM2 messages changed between alone and a
 batch of three); with a remote or rule-like backend they are equal. A worker that dies loses only
 its shard, which a fresh worker answers again; a ``StratagemError`` on a worker (a refused API
 key, a missing model) is raised on the driver as itself.

@@ -25,42 +25,31 @@ How it maps the backend contract, and where it departs from ``hf``:
   gives a new adapter id so a trainer's updated weights are loaded afresh. Stacked adapters
   (``a,b``) must be merged first.
 - Prefix caching is on (``enable_prefix_caching``); ``reset_prefix_cache`` after weight updates.
-- A trainer's rollouts (``TrainerVLLMBackend``): transformers keeps the policy and computes the
-  gradients; the engine serves the base weights (with the SFT adapter merged, written once) and
-  the policy's LoRA, saved and reloaded under a new id whenever the trainer's weights change.
-  Each generation then carries the prompt and answer token ids and the sampled tokens'
-  log-probabilities at the sampling temperature (``logprobs_mode="processed_logprobs"``), and a
-  seat's next prompt continues from the exact ids it was given and sampled, as ``hf`` does.
+- A trainer's rollouts: ``vllm_trainer.TrainerVLLMBackend``.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import math
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from stratagem.backends.base import Chat, Generation, Sampling, StopCheck
+from stratagem.backends.base import Chat, FinishReason, Generation, Sampling, StopCheck
+from stratagem.backends.chains import Chains
 from stratagem.backends.embedded import EMBEDDED, EMBEDDED_NAME
-from stratagem.backends.hf import _Chains
+from stratagem.backends.trie import trie_probs
 from stratagem.errors import ConfigError, StratagemError
 
 __all__ = [
-    "TrainerVLLMBackend",
     "VLLMApi",
     "VLLMBackend",
     "first_stop",
     "trie_probs",
     "vllm_api",
     "vllm_unavailable",
-    "write_base",
 ]
-
-LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)  # the max_lora_rank values vLLM accepts
 
 
 @dataclass(frozen=True)
@@ -160,7 +149,7 @@ class VLLMBackend:
         self.engine = engine
         self.tokenizer = engine.get_tokenizer()
         self.return_ids = False  # trainers need the exact token ids of prompts and answers
-        self._chains: _Chains | None = None  # token-level chat continuation (trainers only)
+        self._chains: Chains | None = None  # token-level chat continuation (trainers only)
         self._lora_id = 0
         self.lora: Any = None
         if adapter:
@@ -264,7 +253,11 @@ class VLLMBackend:
         completion = out.outputs[0]
         ids = self._strip_stop(list(completion.token_ids))
         text = completion.text
-        finish = {"length": "length", "abort": "error"}.get(completion.finish_reason, "stop")
+        finish: FinishReason = "stop"
+        if completion.finish_reason == "length":
+            finish = "length"
+        elif completion.finish_reason == "abort":
+            finish = "error"
         if check is not None:
             cut = first_stop(ids, check, self._decode)
             if cut is not None:
@@ -283,7 +276,7 @@ class VLLMBackend:
             tokens=len(ids),
             prompt_tokens=len(prompt),
             prefill_tokens=len(prompt) - cached,
-            finish_reason=finish,  # type: ignore[arg-type]
+            finish_reason=finish,
             seconds=seconds,
             info=info,
         )
@@ -338,105 +331,6 @@ class VLLMBackend:
         return result
 
 
-class TrainerVLLMBackend(VLLMBackend):
-    """A vLLM engine that samples a trainer's PEFT policy (SEPO's ``--rollout-engine vllm``).
-
-    The trainer keeps the policy in transformers and computes the gradients there; this engine
-    only samples. It serves ``model`` (a hub id or folder; ``None``: the policy's own frozen base
-    weights, written once to ``folder/base`` by ``write_base``, which is how an SFT adapter
-    merged into the base reaches vLLM) and applies the policy's LoRA adapter to every request.
-    ``sync`` saves that adapter to ``folder/adapters/adapter-N`` and loads it under the new id
-    N; ``reset_prefix_cache``, which a trainer calls whenever its weights change, syncs first.
-
-    Generations carry ``prompt_ids``, ``token_ids`` and ``token_logprobs``: the log-probability
-    of each sampled token at the sampling temperature (the engine's ``logprobs_mode`` is
-    ``processed_logprobs``; with ``top_p < 1`` vLLM's would be those of the truncated
-    distribution, while ``hf`` records the untruncated ones). On a GPU both engines run bf16, so
-    these rollout-time log-probs differ from the trainer's by the engines' numerical mismatch.
-
-    Args:
-        policy: The trainer's PEFT model (its active adapter is what ``sync`` saves).
-        tokenizer: The policy's tokenizer (written beside the base weights).
-        folder: Where the base weights and the adapters go (inside the run folder).
-        model: What the engine serves; ``None`` writes the policy's base weights.
-        model_id: The backend's name in traces.
-        lora_rank: The policy's LoRA rank (the engine reserves the next rank vLLM accepts).
-        gpu_memory_utilization: vLLM's share of the GPU; the transformers policy, its
-            optimiser and activations live in the rest.
-        api, engine, **engine_args: As for ``VLLMBackend``.
-    """
-
-    def __init__(
-        self,
-        policy: Any,
-        tokenizer: Any,
-        folder: Path,
-        *,
-        model: str | None = None,
-        model_id: str | None = None,
-        lora_rank: int = 16,
-        seed: int = 0,
-        gpu_memory_utilization: float = 0.3,
-        api: VLLMApi | None = None,
-        engine: Any = None,
-        **engine_args: Any,
-    ):
-        rank = next((r for r in LORA_RANKS if r >= lora_rank), None)
-        if rank is None:
-            raise ConfigError(f"vLLM serves LoRA ranks up to {LORA_RANKS[-1]}, not {lora_rank}")
-        self.policy = policy
-        self.folder = Path(folder)
-        shutil.rmtree(self.folder / "adapters", ignore_errors=True)  # an earlier process's
-        if model is None:
-            model = str(self.folder / "base")
-            write_base(policy, tokenizer, model)
-        super().__init__(
-            model,
-            seed=seed,
-            max_lora_rank=rank,
-            enable_lora=True,
-            gpu_memory_utilization=gpu_memory_utilization,
-            engine=engine,
-            api=api,
-            logprobs_mode="processed_logprobs",
-            **engine_args,
-        )
-        self.model_id = model_id or self.model_id
-        self.return_ids = True
-        self._chains = _Chains()
-        self.sync()
-
-    def sync(self) -> None:
-        """Save the policy's current adapter to a fresh folder and use it from the next request
-        on (the engine loads it under a new id); keep only the previous adapter's folder."""
-        path = self.folder / "adapters" / f"adapter-{self._lora_id + 1}"
-        self.policy.save_pretrained(str(path))
-        self.load_adapter(str(path))
-        shutil.rmtree(self.folder / "adapters" / f"adapter-{self._lora_id - 2}", ignore_errors=True)
-
-    def reset_prefix_cache(self) -> None:
-        """The trainer's weights changed: ``sync``, then forget cached prompts and chats."""
-        self.sync()
-        super().reset_prefix_cache()
-
-
-def write_base(policy: Any, tokenizer: Any, path: str | Path) -> None:
-    """Write a PEFT ``policy``'s frozen base weights (its LoRA layers left out, so any adapter
-    merged into the base stays merged) and ``tokenizer`` as a transformers model folder.
-
-    Naive equivalent: load the base model, merge the SFT adapter, ``save_pretrained``; the tests
-    check both give the same logits.
-    """
-    base = policy.get_base_model()
-    state = {
-        name.replace(".base_layer.", "."): tensor
-        for name, tensor in base.state_dict().items()
-        if ".lora_" not in name
-    }
-    base.save_pretrained(str(path), state_dict=state)
-    tokenizer.save_pretrained(str(path))
-
-
 def first_stop(
     ids: Sequence[int], check: StopCheck, decode: Callable[[Sequence[int]], str]
 ) -> int | None:
@@ -446,39 +340,3 @@ def first_stop(
         if check(decode(ids[:n])):
             return n
     return None
-
-
-def trie_probs(
-    token_ids: Sequence[Sequence[int]], logprob: Callable[[int, int], float]
-) -> list[float]:
-    """Returns each choice's probability when every other continuation is masked (SPEC §4.3).
-
-    ``token_ids[j]`` are choice ``j``'s tokens; ``logprob(j, pos)`` is the model's log-probability
-    of ``token_ids[j][pos]`` after the prompt and ``token_ids[j][:pos]``. At each branching point
-    on a choice's path the probability is the softmax restricted to the children there; the
-    product over its branching points, normalised over the choices, is the choice's probability.
-    Naive equivalent: ``hf._Trie.score`` on full logit vectors (``tests/backends`` compares them).
-    """
-    scores = []
-    for ids in token_ids:
-        p = 1.0
-        for pos, token in enumerate(ids):
-            prefix = tuple(ids[:pos])
-            # the children at this node, each with a choice that passes through it
-            children: dict[int, int] = {}
-            for j, other in enumerate(token_ids):
-                if len(other) > pos and tuple(other[:pos]) == prefix:
-                    children.setdefault(other[pos], j)
-            if len(children) > 1:
-                logps = {t: logprob(j, pos) for t, j in children.items()}
-                top = max(logps.values())
-                total = sum(math.exp(v - top) for v in logps.values())
-                p *= math.exp(logps[token] - top) / total
-            if not any(
-                len(other) > pos + 1 and tuple(other[: pos + 1]) == tuple(ids[: pos + 1])
-                for other in token_ids
-            ):
-                break  # no choice continues past here: the rest cannot branch
-        scores.append(p)
-    total = sum(scores)
-    return [s / total for s in scores]

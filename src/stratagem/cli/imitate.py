@@ -23,7 +23,7 @@ from rich.console import Console
 from stratagem.cli.options import RunGroup
 from stratagem.errors import ConfigError
 from stratagem.settings import Positive, opt, resolved
-from stratagem.solvers.dialogue_setup import DialogueSettings
+from stratagem.solvers.dialogue.setup import DialogueSettings
 
 console = Console()
 
@@ -56,8 +56,7 @@ def imitate_command(cfg: ImitateConfig) -> None:
 
     from stratagem.report.solve import imitation_table
     from stratagem.report.solver_plots import plot_loss
-    from stratagem.solvers import dialogue_setup as setup
-    from stratagem.solvers.expand import DialogueTree, expand
+    from stratagem.solvers.dialogue import DialogueTree, expand, setup
     from stratagem.solvers.games import dialogue_games
     from stratagem.training import imitation
 

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from stratagem.cli.options import RunGroup
 from stratagem.settings import NonNegative, Positive, opt, resolved
-from stratagem.solvers.dialogue_setup import DialogueSettings
+from stratagem.solvers.dialogue.setup import DialogueSettings
 
 console = Console()
 

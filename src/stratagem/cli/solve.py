@@ -22,7 +22,7 @@ from rich.table import Table
 
 from stratagem.cli.options import RunGroup
 from stratagem.settings import NonNegative, Positive, opt, resolved
-from stratagem.solvers.dialogue_setup import DialogueSettings
+from stratagem.solvers.dialogue.setup import DialogueSettings
 
 console = Console()
 
@@ -99,8 +99,7 @@ def solve_dialogue(cfg: SolveConfig, folder: Path) -> None:
     from stratagem.metrics.dialogue import summarize
     from stratagem.report import solve as report
     from stratagem.report.solver_plots import plot_curves, plot_metrics
-    from stratagem.solvers import dialogue_setup as setup
-    from stratagem.solvers.expand import DialogueTree, expand
+    from stratagem.solvers.dialogue import DialogueTree, expand, setup
 
     domain, scenarios, tree_args = setup.dialogue_setup(cfg, cfg.game, cfg.scenarios)
     backend = setup.cached_backend(cfg)

@@ -25,11 +25,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from stratagem.backends.base import Sampling
+from stratagem.backends.cache import CachedBackend
 from stratagem.games.dialogue.base import ANY, OUTCOMES, Domain, last_number
 from stratagem.metrics.estimate import Estimate, mean_estimate
 from stratagem.seeding import derive
 from stratagem.solvers.best_response import nash_conv
-from stratagem.solvers.expand import JUDGE_SAMPLING, CachedBackend, DialogueTree, fixed_policy
+from stratagem.solvers.dialogue import JUDGE_SAMPLING, DialogueTree, fixed_policy
 from stratagem.solvers.tree import Node, Policy, expected_returns, infosets
 
 

@@ -5,7 +5,7 @@ Two kinds:
 - ``tree``: an eager extensive-form tree (Kuhn, a text game that declares ``HasSolverTree``;
   Leduc, which exists for the solvers only), with its published game value where one exists;
 - ``dialogue``: an LLM-expanded dialogue tree over a domain's scenarios (meeting, fruit, debate;
-  seed 003), expanded by ``solvers.expand`` with a model.
+  seed 003), expanded by ``solvers.dialogue`` with a model.
 
 Commands ask this registry what a game is, never its name.
 """

@@ -48,8 +48,8 @@ def psro_start(settings: Any) -> tuple[Any, Any, str]:
 
 def _dialogue(settings: Any) -> tuple[Any, Any, str]:
     from stratagem.games.dialogue import ANY
-    from stratagem.solvers.dialogue_setup import cached_backend, dialogue_setup
-    from stratagem.solvers.expand import InstructionOracle, instruction_meta_game
+    from stratagem.solvers.dialogue import InstructionOracle, instruction_meta_game
+    from stratagem.solvers.dialogue.setup import cached_backend, dialogue_setup
     from stratagem.solvers.psro import MetaGame
 
     if settings.oracle == "exact":

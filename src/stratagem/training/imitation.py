@@ -41,7 +41,7 @@ from stratagem.solvers.tree import Policy, expected_returns, walk
 if TYPE_CHECKING:
     import torch
 
-    from stratagem.solvers.expand import DialogueTree
+    from stratagem.solvers.dialogue import DialogueTree
 
 Embed = Callable[[Sequence[str]], np.ndarray]  # texts -> (N, D) embeddings
 
@@ -221,7 +221,7 @@ def meta_game(trees: Sequence[DialogueTree], steered: Sequence[Policy]) -> MetaG
     """Each seat elects the steered (``steered[i]`` on tree i) or the unsteered (``any``) LLM;
     payoffs are expected returns averaged over the trees; solved for the welfare-maximising
     coarse-correlated equilibrium."""
-    from stratagem.solvers.expand import fixed_policy
+    from stratagem.solvers.dialogue import fixed_policy
     from stratagem.solvers.matrix import cce
 
     row, col = np.zeros((2, 2)), np.zeros((2, 2))

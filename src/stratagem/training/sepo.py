@@ -220,7 +220,7 @@ def rollout_backend(policy: Any, tokenizer: Any, args: SEPOArgs) -> HFBackend | 
     calls ``reset_prefix_cache``, i.e. after each step)."""
     model_id = f"sepo:{args.model}"
     if args.rollout_engine == "vllm":
-        from stratagem.backends.vllm import TrainerVLLMBackend  # noqa: F811 (loaded on use)
+        from stratagem.backends.vllm_trainer import TrainerVLLMBackend
 
         served = None  # the policy's base as written by the backend: the SFT adapter merged
         if not args.adapter:

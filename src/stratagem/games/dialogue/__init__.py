@@ -6,7 +6,7 @@
 - ``fruit``: fruit trading (action: a tone; ``TRADE:`` / ``ACCEPT`` / ``REJECT`` lines);
 - ``debate``: debate (action: logos / ethos / pathos; an LLM judge).
 
-The solver tree over a domain's scenario is built by ``stratagem.solvers.expand``.
+The solver tree over a domain's scenario is built by ``stratagem.solvers.dialogue``.
 """
 
 from stratagem.games.dialogue import debate, fruit, meeting  # noqa: F401  (registers domains)

@@ -6,7 +6,7 @@ messages, alternating, seat 1 first. Before each message the writer's player pic
 *instruction* (a tone, a day, an argument style, or ``any``, the uninformative baseline), then
 chance picks one of k LLM sampling seeds, and the LLM writes the message from the domain's
 header (names, private information, the instruction) and the dialogue so far. The solver tree
-over these choices is built in ``solvers.expand``; this package holds only rules, prompts and
+over these choices is built in ``solvers.dialogue``; this package holds only rules, prompts and
 parsing, and never calls a model.
 
 A domain pays exactly where its messages end with a structured line (``PROPOSE: Thursday``,

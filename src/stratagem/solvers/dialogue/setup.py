@@ -104,8 +104,8 @@ def make_backend(settings: Any) -> Any:
 def cached_backend(settings: Any) -> Any:
     """``make_backend`` behind the persistent response cache (``settings.cache``, default
     ``<stratagem cache>/dialogue.sqlite``)."""
+    from stratagem.backends.cache import CachedBackend
     from stratagem.backends.embedded import cache_root
-    from stratagem.solvers.expand import CachedBackend
 
     path = Path(settings.cache) if settings.cache else cache_root() / "dialogue.sqlite"
     return CachedBackend(make_backend(settings), path)

@@ -1,0 +1,99 @@
+"""Payoffs of finished dialogues that their domain cannot score exactly: the LLM judge.
+
+Every dialogue waiting for a verdict is judged in one batched backend call (greedy, seeded per
+chat). Where an answer does not parse, the domain has a closed verdict set and fallback is on,
+one more call asks the backend's constrained choice between the verdicts (recorded as a
+``fallback``). What still does not parse is recorded as ``failed`` and has no payoff: never 0
+(a departure from OpenSpiel's ``chat_games``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from stratagem.backends.base import Backend, Chat, Sampling
+from stratagem.errors import StratagemError
+from stratagem.games.dialogue.base import Domain, Scenario
+from stratagem.seeding import derive
+
+JUDGE_SAMPLING = Sampling(temperature=0.0, max_new_tokens=64)
+
+
+class JudgeFailure(StratagemError, RuntimeError):
+    """A payoff was asked of a dialogue whose judge answer did not parse."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A finished dialogue's payoff and where it came from."""
+
+    values: tuple[float, float] | None  # None when the judge failed
+    source: Literal["exact", "judge", "fallback", "failed"]
+    judge_text: str = ""
+
+
+@dataclass(frozen=True)
+class Dialogue:
+    """A finished dialogue to judge: its domain, scenario, messages (opening included), and
+    whether an unparsed answer may fall back to the constrained choice."""
+
+    domain: Domain
+    scenario: Scenario
+    messages: tuple[str, ...]
+    fallback: bool
+
+
+def judge_dialogues(
+    backend: Backend, sampling: Sampling, dialogues: Sequence[Dialogue]
+) -> list[Outcome]:
+    """Returns the outcome of each dialogue: one judge call for all of them (the i-th judge chat
+    seeded with ``derive(0, "judge", i)``), then one constrained-choice call for the answers
+    that fall back (see the module docstring)."""
+    if not dialogues:
+        return []
+    chats: list[Chat] = []
+    owners: list[int] = []
+    for n, dialogue in enumerate(dialogues):
+        for chat in dialogue.domain.judge_chats(dialogue.scenario, dialogue.messages):
+            chats.append(chat)
+            owners.append(n)
+    seeds = [derive(0, "judge", i) for i in range(len(chats))]
+    gens = backend.generate(chats, sampling, seeds=seeds)
+    answers: list[list[str]] = [[] for _ in dialogues]
+    for n, gen in zip(owners, gens, strict=True):
+        answers[n].append(gen.text)
+    outcomes: dict[int, Outcome] = {}
+    retry: list[tuple[int, str]] = []
+    for n, (dialogue, texts) in enumerate(zip(dialogues, answers, strict=True)):
+        verdict = dialogue.domain.parse_judgement(dialogue.scenario, texts)
+        text = "\n---\n".join(texts)
+        if verdict.value is not None:
+            values = (float(verdict.value[0]), float(verdict.value[1]))
+            outcomes[n] = Outcome(values, "judge", text)
+        elif dialogue.fallback and dialogue.domain.judge_choices(dialogue.scenario):
+            retry.append((n, text))
+        else:
+            outcomes[n] = Outcome(None, "failed", text)
+    if retry:
+        options = [
+            tuple(dialogues[n].domain.judge_choices(dialogues[n].scenario) or ()) for n, _ in retry
+        ]
+        fallback_chats: list[Chat] = [
+            [
+                *dialogues[n].domain.judge_chats(dialogues[n].scenario, dialogues[n].messages)[0],
+                {"role": "assistant", "content": text},
+                {"role": "user", "content": f"Answer with one of: {', '.join(choices)}."},
+            ]
+            for (n, text), choices in zip(retry, options, strict=True)
+        ]
+        dists = backend.choice_probs(fallback_chats, options)
+        for (n, text), dist in zip(retry, dists, strict=True):
+            pick = max(dist, key=lambda c: (dist[c], -list(dist).index(c)))
+            dialogue = dialogues[n]
+            values = dialogue.domain.judgement_from_choice(dialogue.scenario, pick)
+            outcomes[n] = Outcome(values, "fallback", f"{text}\n[fallback: {pick}]")
+    return [outcomes[n] for n in range(len(dialogues))]
