@@ -29,7 +29,7 @@ from typing import (
 )
 
 if TYPE_CHECKING:
-    from stratagem.solvers.tree import Node
+    from stratagem.tree import Node
 
 Seat = int  # 0 or 1
 A = TypeVar("A")

@@ -7,7 +7,7 @@ import pytest
 from stratagem.backends.scripted import ScriptedBackend
 from stratagem.games.dialogue import get_domain
 from stratagem.solvers.expand import CachedBackend, DialogueTree, JudgeFailure, expand
-from stratagem.solvers.tree import TERMINAL, walk
+from stratagem.tree import TERMINAL, walk
 
 
 def debate_backend(verdict: str, probs=None) -> ScriptedBackend:

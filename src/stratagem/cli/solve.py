@@ -31,7 +31,7 @@ from stratagem.cli.config import load_config
 from stratagem.cli.evaluate import RAY_ADDRESS_OPTION, RAY_OPTION, WORKERS_OPTION, ray_target
 from stratagem.errors import ConfigError, did_you_mean
 from stratagem.runs import check_out_path
-from stratagem.solvers.tree import Node
+from stratagem.tree import Node
 
 if TYPE_CHECKING:
     from stratagem.solvers.expand import CachedBackend
@@ -344,7 +344,7 @@ def solve_dialogue(cfg: SolveConfig) -> None:
 
 def _readable_policy(tree, policy) -> list[dict[str, Any]]:
     """Each information set of ``tree`` with its seat, own instructions, dialogue and policy."""
-    from stratagem.solvers.tree import walk
+    from stratagem.tree import walk
 
     out, seen = [], set()
     for node in walk(tree.root):

@@ -50,7 +50,8 @@ from stratagem.backends.cache import ResponseCache, cache_key
 from stratagem.errors import StratagemError
 from stratagem.games.dialogue.base import ANY, Domain, Scenario, digest
 from stratagem.seeding import derive
-from stratagem.solvers.tree import CHANCE, TERMINAL, expected_returns, infosets
+from stratagem.solvers.tree import expected_returns
+from stratagem.tree import CHANCE, TERMINAL, infosets
 
 if TYPE_CHECKING:
     from stratagem.solvers.psro import Evaluate, MetaGame

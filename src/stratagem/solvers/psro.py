@@ -39,15 +39,8 @@ import numpy as np
 
 from stratagem.solvers.best_response import best_response_policy, best_response_value
 from stratagem.solvers.matrix import META_SOLVERS, MetaSolver, Profile
-from stratagem.solvers.tree import (
-    TERMINAL,
-    Node,
-    Policy,
-    expected_returns,
-    infosets,
-    uniform_policy,
-    walk,
-)
+from stratagem.solvers.tree import expected_returns
+from stratagem.tree import TERMINAL, Node, Policy, infosets, uniform_policy, walk
 
 if TYPE_CHECKING:
     from stratagem.agent import Agent
