@@ -101,7 +101,7 @@ def evaluate(
     """Evaluate `agent` on `game` against all pools; with `out`, write a resumable run folder.
 
     Metrics are SEPO's for a ``SEPOGame``, else the game's own (``HasMetrics``). ``player``
-    plays the episodes in place of the local ``play`` (``distributed.RayPlayer``: on Ray).
+    plays the episodes in place of the local ``play`` (``tournament.ray.RayPlayer``: on Ray).
     Raises ``ConfigError`` for a game with neither (use a tournament for those).
     """
     from stratagem.report.tables import write_metrics

@@ -161,7 +161,7 @@ def eval_command(
     total = count_episodes(the_game, cfg.episodes)
     player = None
     if cfg.ray is not None:
-        from stratagem.distributed import RayPlayer
+        from stratagem.tournament.ray import RayPlayer
 
         player = RayPlayer(
             {the_agent.name: cfg.agent}, options=options, address=cfg.ray, workers=cfg.workers

@@ -85,7 +85,7 @@ def tournament_command(
     built, specs = _build_agents(names, the_game, options, remote=target is not None)
     player = None
     if target is not None:
-        from stratagem.distributed import RayPlayer
+        from stratagem.tournament.ray import RayPlayer
 
         player = RayPlayer(specs, options=options, address=target, workers=workers)
     folder = out or Path("runs") / f"tournament-{game}"
@@ -122,7 +122,7 @@ def _build_agents(
         spec = name if ":" in name or name in ("hf", "vllm") else f"strategy:{name}"
         key = re.sub(r"[|]", "_", name)
         if remote and spec.partition(":")[0] in ("hf", "vllm"):
-            from stratagem.distributed import RemoteAgent
+            from stratagem.tournament.schedule import RemoteAgent
 
             built[key] = RemoteAgent(spec, key)
         else:

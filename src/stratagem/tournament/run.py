@@ -1,5 +1,5 @@
-"""Tournaments: payoff matrices of rule-based strategies, and resumable round robins of any
-agents in both seats (bargaining: buyer and seller) with tables and plots."""
+"""The local round robin: payoff matrices of rule-based strategies, and resumable round robins
+of any agents in both seats (bargaining: buyer and seller) with tables and plots."""
 
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def round_robin(
 
     Traces stream to disk as episodes finish and are never all held in memory; the tables are
     built afterwards from the trace file alone. ``player`` plays the episodes in place of the
-    local ``play`` (``distributed.RayPlayer``: on Ray); the result is the same.
+    local ``play`` (``tournament.ray.RayPlayer``: on Ray); the result is the same.
     """
     from stratagem.evaluation import runtime
 
