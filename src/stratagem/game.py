@@ -14,9 +14,8 @@ game's name.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -275,32 +274,6 @@ class HasSolverTree(Protocol):
 
     def infoset_observations(self) -> dict[str, Observation]:
         """Returns an observation for each information set of ``game_tree()``, by infoset key."""
-        ...
-
-
-@runtime_checkable
-class HasMetrics(Protocol):
-    """A game with its own evaluation metrics (Deal or No Deal: scores, agreement, Pareto
-    rate, ...), used by ``evaluate`` where SEPO's do not apply."""
-
-    def metrics(self, traces: Sequence[Any]) -> dict[str, Any]:
-        """Returns metric name -> ``Estimate`` of the agent in ``trace.meta["seat"]`` (seat 0
-        by default), computed from complete traces only."""
-        ...
-
-
-@runtime_checkable
-class HasTournamentReport(Protocol):
-    """A game whose round robins need their own tables and plots (bargaining: per role and
-    regime). Without it a tournament reports mean payoff per round by agent and seat."""
-
-    def tournament_report(self, traces: Iterable[Any], folder: Path) -> tuple[Any, list[Path]]:
-        """Writes the game's tables and plots of a tournament into ``folder`` from its traces;
-        returns (the summary DataFrame, the files written)."""
-        ...
-
-    def summary_table(self, summary: Any) -> Any:
-        """Returns what the CLI prints for ``summary`` (a rich renderable or a string)."""
         ...
 
 

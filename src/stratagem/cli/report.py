@@ -10,8 +10,9 @@ import typer
 from stratagem.cli.evaluate import print_evaluation
 from stratagem.errors import ConfigError
 from stratagem.evaluation import POLICY, Evaluation
-from stratagem.game import HasMetrics, HasSolverTree
+from stratagem.game import HasSolverTree
 from stratagem.games import get_game
+from stratagem.metrics.registry import game_metrics
 from stratagem.metrics.sepo import SEPOGame, sepo_metrics
 from stratagem.report.tables import write_metrics
 from stratagem.runs import TRACES, read_fingerprint, scan_traces
@@ -33,7 +34,8 @@ def report_command(run: Path = typer.Argument(..., help="A run folder written by
         )
     scan_traces(run / TRACES)  # a bad line or a duplicate episode is an error, not a count
     game = get_game(fp["game"], **fp.get("game_params", {}))
-    if not isinstance(game, SEPOGame | HasMetrics):
+    own = game_metrics(game.name)
+    if not isinstance(game, SEPOGame) and own is None:
         raise ConfigError(
             f"{game.name} has no evaluation metrics to rebuild; its tables come from "
             f"`stratagem tournament --game {game.name}`"
@@ -49,7 +51,7 @@ def report_command(run: Path = typer.Argument(..., help="A run folder written by
     metrics = (
         sepo_metrics(traces, game, normalise=normalise)
         if isinstance(game, SEPOGame)
-        else game.metrics(traces)  # type: ignore[union-attr]
+        else own(traces)  # type: ignore[misc]
     )
     exact = policy = None
     stored = next((run / n for n in (POLICY, LEGACY_POLICY) if (run / n).exists()), None)

@@ -14,8 +14,9 @@ from stratagem.cli.config import parse_params
 from stratagem.cli.evaluate import RAY_ADDRESS_OPTION, RAY_OPTION, WORKERS_OPTION, ray_target
 from stratagem.cli.progress import progress_bar
 from stratagem.errors import ConfigError
-from stratagem.game import Game, HasRegimeScenarios, HasTournamentReport
+from stratagem.game import Game, HasRegimeScenarios
 from stratagem.games import get_game
+from stratagem.report.registry import tournament_report
 
 console = Console()
 
@@ -103,8 +104,9 @@ def tournament_command(
             on_episode=lambda _: progress.advance(task),
             player=player,
         )
-    if isinstance(the_game, HasTournamentReport):
-        console.print(the_game.summary_table(result.summary))
+    report = tournament_report(the_game.name)
+    if report is not None:
+        console.print(report.table(result.summary))
     else:
         console.print(result.summary.to_string(index=False))
     console.print(f"{result.episodes} episodes · errors: {result.errors} · run folder: {folder}")
