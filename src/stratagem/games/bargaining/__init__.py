@@ -29,14 +29,8 @@ from stratagem.games.bargaining.catalog import (
     scenarios,
     split,
 )
-from stratagem.games.bargaining.engine import (
-    BUYER,
-    SELLER,
-    BargainingState,
-    BargainingView,
-    Settings,
-    render_turn,
-)
+from stratagem.games.bargaining.engine import BargainingState, Settings, render_turn
+from stratagem.games.bargaining.events import BUYER, SELLER, BargainingView
 from stratagem.games.bargaining.tools import (
     MAX_PRICE,
     Call,
