@@ -168,11 +168,11 @@ def _result(
                 seen["first_error"] = t.error
             yield t
 
-    own = game_metrics(game.name)
-    if own is not None and not isinstance(game, SEPOGame):
+    own = None if isinstance(game, SEPOGame) else game_metrics(game.name)
+    if own is None:  # a game with neither SEPO hooks nor its own metrics is refused in evaluate
+        metrics = sepo_metrics(counted(), game, normalise=normalise)
+    else:
         metrics = own(list(counted()))
-    else:  # a game with neither was refused in ``evaluate``
-        metrics = sepo_metrics(counted(), as_sepo_game(game), normalise=normalise)
     result = Evaluation(game.name, agent.name, metrics, normalised=normalise, out=out)
     result.episodes, result.first_error = seen["episodes"], seen["first_error"]  # type: ignore[assignment]
     if isinstance(game, HasSolverTree):

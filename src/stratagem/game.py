@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 Seat = int  # 0 or 1
 A = TypeVar("A")
+A_contra = TypeVar("A_contra", contravariant=True)  # a state only takes actions in
 V = TypeVar("V")
 Role = Literal["system", "user", "assistant"]
 PROMPT_STYLES = ("chat", "single")  # the ``prompt_style`` game parameter (SPEC §4.1)
@@ -134,7 +135,7 @@ class SafetyWeights:
         return self
 
 
-class State(Protocol[A, V]):
+class State(Protocol[A_contra, V]):
     """One episode in progress."""
 
     def to_act(self) -> tuple[Seat, ...]:
@@ -147,7 +148,7 @@ class State(Protocol[A, V]):
         rules, prompt, legal, view, seed and attempt; the episode adds the history."""
         ...
 
-    def apply(self, actions: Mapping[Seat, A | Invalid]) -> RoundResult | None:
+    def apply(self, actions: Mapping[Seat, A_contra | Invalid]) -> RoundResult | None:
         """Applies one action per seat in ``to_act()``; returns the round when it ends, else
         None (a sequential turn, or a correction the same seat must answer)."""
         ...

@@ -124,7 +124,7 @@ class RunFolder:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise _fs_error(exc, self.path) from None
-        self._lock = self._acquire()
+        self._lock: int | None = self._acquire()  # None once released
         try:
             stored = self._stored_manifest()
             done, errors = scan_traces(self.traces_path)

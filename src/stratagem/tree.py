@@ -28,7 +28,11 @@ class Node(Protocol):
     ``player`` is 0 or 1 at a decision node, ``CHANCE`` at a chance node, ``TERMINAL`` at the end.
     """
 
-    player: int
+    @property
+    def player(self) -> int:
+        """0 or 1 at a decision node, ``CHANCE`` or ``TERMINAL`` (read-only, so frozen nodes
+        satisfy the protocol)."""
+        ...
 
     def actions(self) -> tuple[str, ...]:
         """Returns the legal actions at a decision node, the outcomes at a chance node, or ()

@@ -60,11 +60,11 @@ def _result(trace: Trace) -> Any:
 
 
 def _counts(info: dict[str, Any]) -> Items:
-    return tuple(info["counts"])  # type: ignore[return-value]
+    return tuple(info["counts"])
 
 
 def _values(info: dict[str, Any]) -> tuple[Items, Items]:
-    return tuple(info["values"][0]), tuple(info["values"][1])  # type: ignore[return-value]
+    return tuple(info["values"][0]), tuple(info["values"][1])
 
 
 def is_pareto(trace: Trace) -> bool:

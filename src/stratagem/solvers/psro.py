@@ -231,7 +231,7 @@ def simulate(
             ]
         sums: dict[Pair, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
         for trace in play(game, specs, max_live=max_live):
-            acc = sums[tuple(trace.meta["pair"])]  # type: ignore[index]
+            acc = sums[tuple(trace.meta["pair"])]
             rounds = max(len(trace.rounds), 1)
             acc[0] += sum(r.payoffs[0] for r in trace.rounds) / rounds
             acc[1] += sum(r.payoffs[1] for r in trace.rounds) / rounds

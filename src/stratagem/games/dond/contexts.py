@@ -73,7 +73,7 @@ def complement(counts: Items, share: Items) -> Items:
 
 def divisions(counts: Items) -> Iterator[Items]:
     """Every share one seat may keep (each count from 0 to what exists), books slowest."""
-    yield from itertools.product(*(range(n + 1) for n in counts))  # type: ignore[misc]
+    yield from itertools.product(*(range(n + 1) for n in counts))
 
 
 def context_problems(ctx: Context) -> list[str]:
