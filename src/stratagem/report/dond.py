@@ -36,6 +36,9 @@ COLUMNS = {
     "score_seat0": "score 0",
     "score_seat1": "score 1",
 }
+# what the CLI prints (the scores stay in the files), with the decimals each needs, so a row of
+# ``value±stderr`` cells fits 80 columns
+PRINTED = {"agreement_rate": 2, "pareto_rate": 2, "dialogue_turns": 1, "dialogue_words": 0}
 
 
 def pairing_metrics(traces: Iterable[Trace]) -> dict[tuple[str, str], dict[str, Estimate]]:
@@ -95,14 +98,16 @@ def write_report(traces: Iterable[Trace], folder: Path) -> tuple[pd.DataFrame, l
 
 
 def summary_table(summary: pd.DataFrame) -> Any:
-    """Returns the rich table the CLI prints: one row per pairing, ``mean ± stderr`` cells."""
+    """Returns the rich table the CLI prints: one row per pairing, ``mean±stderr`` cells of
+    agreement, Pareto rate, turns and words."""
+    from rich import box
     from rich.table import Table
 
-    table = Table(title="Deal or No Deal round robin (mean ± stderr)")
-    for col in ("seat 0", "seat 1", "n", *COLUMNS.values()):
+    table = Table(title="Deal or No Deal round robin (mean±stderr)", box=box.SIMPLE_HEAD)
+    for col in ("seat 0", "seat 1", "n", *(COLUMNS[k] for k in PRINTED)):
         table.add_column(col, justify="left" if col.startswith("seat ") else "right")
     for row in summary.to_dict("records"):
-        cells = [f"{row[k]:.2f} ± {row[f'{k}_stderr']:.2f}" for k in COLUMNS]
+        cells = [f"{row[k]:.{d}f}±{row[f'{k}_stderr']:.{d}f}" for k, d in PRINTED.items()]
         table.add_row(str(row["seat0"]), str(row["seat1"]), str(row["episodes"]), *cells)
     return table
 
