@@ -35,7 +35,7 @@ from stratagem.game import (
     State,
     keeps_history,
 )
-from stratagem.trace import DecisionRecord, Trace
+from stratagem.trace import DecisionRecord, Trace, TraceStatus
 
 
 @dataclass(frozen=True)
@@ -189,7 +189,7 @@ class Episode:
 
     def trace(self) -> Trace:
         """Returns the record of the episode (complete, or error/timeout when it failed)."""
-        status = "complete"
+        status: TraceStatus = "complete"
         if self.error is not None:
             status = "timeout" if self.error.startswith("timeout") else "error"
         return Trace(
@@ -202,7 +202,7 @@ class Episode:
             decisions=tuple(self.decisions),
             scenario=self.state.scenario(),
             meta=dict(self.meta),
-            status=status,  # type: ignore[arg-type]
+            status=status,
             error=self.error,
             params=dict(self.game.params),
             system=(self._system[0], self._system[1]),

@@ -14,9 +14,10 @@ from pathlib import Path
 
 from stratagem.agent import Agent
 from stratagem.episode import EpisodeSpec
-from stratagem.game import Game, HasMetrics, HasSolverTree
+from stratagem.game import Game, HasSolverTree
 from stratagem.metrics.estimate import Estimate
 from stratagem.metrics.kuhn import policy_of
+from stratagem.metrics.registry import game_metrics
 from stratagem.metrics.sepo import SEPOGame, as_sepo_game, sepo_metrics
 from stratagem.play import play
 from stratagem.pools import Pools
@@ -100,13 +101,13 @@ def evaluate(
 ) -> Evaluation:
     """Evaluate `agent` on `game` against all pools; with `out`, write a resumable run folder.
 
-    Metrics are SEPO's for a ``SEPOGame``, else the game's own (``HasMetrics``). ``player``
-    plays the episodes in place of the local ``play`` (``distributed.RayPlayer``: on Ray).
+    Metrics are SEPO's for a ``SEPOGame``, else the game's own (``metrics.registry``). ``player``
+    plays the episodes in place of the local ``play`` (``tournament.ray.RayPlayer``: on Ray).
     Raises ``ConfigError`` for a game with neither (use a tournament for those).
     """
     from stratagem.report.tables import write_metrics
 
-    if not isinstance(game, HasMetrics):
+    if game_metrics(game.name) is None:
         as_sepo_game(game)  # a clear error for a game with no metrics to evaluate
     specs = sepo_episodes(game, agent, episodes=episodes, seed=seed)
     if out is None:
@@ -167,10 +168,11 @@ def _result(
                 seen["first_error"] = t.error
             yield t
 
-    if isinstance(game, SEPOGame):
+    own = None if isinstance(game, SEPOGame) else game_metrics(game.name)
+    if own is None:  # a game with neither SEPO hooks nor its own metrics is refused in evaluate
         metrics = sepo_metrics(counted(), game, normalise=normalise)
     else:
-        metrics = game.metrics(list(counted()))  # type: ignore[union-attr] (checked in evaluate)
+        metrics = own(list(counted()))
     result = Evaluation(game.name, agent.name, metrics, normalised=normalise, out=out)
     result.episodes, result.first_error = seen["episodes"], seen["first_error"]  # type: ignore[assignment]
     if isinstance(game, HasSolverTree):

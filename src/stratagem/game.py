@@ -14,9 +14,8 @@ game's name.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -29,10 +28,11 @@ from typing import (
 )
 
 if TYPE_CHECKING:
-    from stratagem.solvers.tree import Node
+    from stratagem.tree import Node
 
 Seat = int  # 0 or 1
 A = TypeVar("A")
+A_contra = TypeVar("A_contra", contravariant=True)  # a state only takes actions in
 V = TypeVar("V")
 Role = Literal["system", "user", "assistant"]
 PROMPT_STYLES = ("chat", "single")  # the ``prompt_style`` game parameter (SPEC §4.1)
@@ -135,7 +135,7 @@ class SafetyWeights:
         return self
 
 
-class State(Protocol[A, V]):
+class State(Protocol[A_contra, V]):
     """One episode in progress."""
 
     def to_act(self) -> tuple[Seat, ...]:
@@ -148,7 +148,7 @@ class State(Protocol[A, V]):
         rules, prompt, legal, view, seed and attempt; the episode adds the history."""
         ...
 
-    def apply(self, actions: Mapping[Seat, A | Invalid]) -> RoundResult | None:
+    def apply(self, actions: Mapping[Seat, A_contra | Invalid]) -> RoundResult | None:
         """Applies one action per seat in ``to_act()``; returns the round when it ends, else
         None (a sequential turn, or a correction the same seat must answer)."""
         ...
@@ -275,32 +275,6 @@ class HasSolverTree(Protocol):
 
     def infoset_observations(self) -> dict[str, Observation]:
         """Returns an observation for each information set of ``game_tree()``, by infoset key."""
-        ...
-
-
-@runtime_checkable
-class HasMetrics(Protocol):
-    """A game with its own evaluation metrics (Deal or No Deal: scores, agreement, Pareto
-    rate, ...), used by ``evaluate`` where SEPO's do not apply."""
-
-    def metrics(self, traces: Sequence[Any]) -> dict[str, Any]:
-        """Returns metric name -> ``Estimate`` of the agent in ``trace.meta["seat"]`` (seat 0
-        by default), computed from complete traces only."""
-        ...
-
-
-@runtime_checkable
-class HasTournamentReport(Protocol):
-    """A game whose round robins need their own tables and plots (bargaining: per role and
-    regime). Without it a tournament reports mean payoff per round by agent and seat."""
-
-    def tournament_report(self, traces: Iterable[Any], folder: Path) -> tuple[Any, list[Path]]:
-        """Writes the game's tables and plots of a tournament into ``folder`` from its traces;
-        returns (the summary DataFrame, the files written)."""
-        ...
-
-    def summary_table(self, summary: Any) -> Any:
-        """Returns what the CLI prints for ``summary`` (a rich renderable or a string)."""
         ...
 
 

@@ -19,9 +19,12 @@ class Registry(Generic[T]):
 
     def register(self, item: T, name: str | None = None) -> T:
         """Register ``item`` under ``name`` (default: its ``name`` attribute or ``__name__``)."""
-        key = name or getattr(item, "name", None) or item.__name__  # type: ignore[attr-defined]
+        # a class's ``name`` may be a property (not a str) until instantiated: then its __name__
+        key = name or getattr(item, "name", None)
+        if not isinstance(key, str) or not key:
+            key = getattr(item, "__name__", None)
         if not isinstance(key, str):
-            key = item.__name__  # type: ignore[attr-defined]
+            raise TypeError(f"{self.kind}: register {item!r} with an explicit name")
         if key in self._items:
             raise ValueError(f"{self.kind} {key!r} is registered twice")
         self._items[key] = item

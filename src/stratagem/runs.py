@@ -124,7 +124,7 @@ class RunFolder:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise _fs_error(exc, self.path) from None
-        self._lock = self._acquire()
+        self._lock: int | None = self._acquire()  # None once released
         try:
             stored = self._stored_manifest()
             done, errors = scan_traces(self.traces_path)
@@ -173,7 +173,7 @@ class RunFolder:
         returns how many ended in error (they run again on the next resume).
 
         Episode ids are prefixed with the fingerprint key. ``player`` plays the keyed specs
-        (default: the local scheduler ``play``; ``distributed.RayPlayer`` plays them on Ray): it
+        (default: the local scheduler ``play``; ``tournament.ray.RayPlayer`` plays them on Ray): it
         takes ``play``'s arguments and yields traces, and this process alone writes them, so the
         lock, resume and exactly-once hold whoever plays. An interruption (Ctrl-C, SIGTERM)
         marks the run ``interrupted`` before it propagates.

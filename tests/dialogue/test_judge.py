@@ -8,7 +8,7 @@ from stratagem.backends.cache import CachedBackend
 from stratagem.backends.scripted import ScriptedBackend
 from stratagem.games.dialogue import get_domain
 from stratagem.solvers.dialogue import DialogueTree, JudgeFailure, expand
-from stratagem.solvers.tree import TERMINAL, walk
+from stratagem.tree import TERMINAL, walk
 
 
 def debate_backend(verdict: str, probs=None) -> ScriptedBackend:

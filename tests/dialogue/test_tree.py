@@ -26,7 +26,8 @@ from stratagem.metrics.dialogue import cfr_gain, scenario_metrics, summarize
 from stratagem.solvers.best_response import nash_conv
 from stratagem.solvers.cfr import solve
 from stratagem.solvers.dialogue import DialogueTree, expand, fixed_policy
-from stratagem.solvers.tree import CHANCE, TERMINAL, Node, flatten, walk
+from stratagem.solvers.tree import flatten
+from stratagem.tree import CHANCE, TERMINAL, Node, walk
 
 from .conftest import SeededScript, meeting_script
 

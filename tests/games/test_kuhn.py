@@ -11,8 +11,9 @@ from stratagem.games.kuhn import INFOSETS, game_tree, infoset_observations
 from stratagem.metrics.kuhn import exact_exploitability, exact_nash_conv, policy_of
 from stratagem.play import EpisodeSpec, play
 from stratagem.solvers.best_response import nash_conv
-from stratagem.solvers.tree import expected_returns, uniform_policy
+from stratagem.solvers.tree import expected_returns
 from stratagem.strategies import get_strategy
+from stratagem.tree import uniform_policy
 
 
 def test_twelve_information_sets():

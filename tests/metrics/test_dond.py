@@ -11,7 +11,6 @@ import pytest
 
 from stratagem.agent import Decision
 from stratagem.episode import Episode
-from stratagem.game import HasMetrics
 from stratagem.games import get_game
 from stratagem.games.dond import Context, DondState, complement, divisions, score
 from stratagem.metrics.dond import (
@@ -21,6 +20,7 @@ from stratagem.metrics.dond import (
     pareto_optimal,
     vocabulary_size,
 )
+from stratagem.metrics.registry import game_metrics
 
 # counts 2 books, 2 hats, 1 ball; seat 0 values (1, 2, 4), seat 1 values (3, 2, 0)
 CTX = Context((2, 2, 1), ((1, 2, 4), (3, 2, 0)))
@@ -151,10 +151,11 @@ def test_error_traces_are_left_out_and_iterations_grouped():
     assert per[0]["agreement_rate"].value == 1.0 and per[1]["agreement_rate"].value == 0.0
 
 
-def test_the_game_declares_its_metrics():
+def test_the_game_registers_its_metrics():
     game = get_game("dond")
-    assert isinstance(game, HasMetrics)
-    assert set(game.metrics([episode(DEAL)])) == set(dond_metrics([episode(DEAL)]))
+    own = game_metrics(game.name)
+    assert own is not None
+    assert set(own([episode(DEAL)])) == set(dond_metrics([episode(DEAL)]))
 
 
 def stratagem(*args, cwd):
@@ -179,3 +180,6 @@ def test_tournament_plays_every_pairing_with_self_play(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert "8 episodes" in r.stdout
+    # the DoND report (report.dond), not mean payoff only: one row per pairing
+    assert "Deal or No Deal round robin" in r.stdout and "Pareto" in r.stdout
+    assert (tmp_path / "t" / "summary.csv").read_text().startswith("seat0,seat1,episodes,")

@@ -10,7 +10,7 @@ def cluster():
     """One local Ray cluster of 2 CPUs per test module (it takes seconds to start), at the
     workers' niceness a ``--ray`` run uses; players and Ray backends connect to it."""
     ray = pytest.importorskip("ray")
-    from stratagem.distributed import WORKER_NICENESS
+    from stratagem.cluster import WORKER_NICENESS
 
     ray.init(
         num_cpus=2,

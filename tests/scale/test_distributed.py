@@ -12,14 +12,16 @@ import sys
 import pytest
 
 from stratagem.agents.spec import LLMOptions
-from stratagem.distributed import MatchSpec, RayPlayer, RayWorkerError, RemoteAgent, Worker
-from stratagem.distributed import match_spec as to_match
+from stratagem.cluster import RayWorkerError
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.games import GameSpec, get_game
 from stratagem.play import play
 from stratagem.runs import RunFolder
 from stratagem.strategies import get_strategy
 from stratagem.tournament import round_robin_specs
+from stratagem.tournament.ray import RayPlayer, Worker
+from stratagem.tournament.schedule import MatchSpec, RemoteAgent
+from stratagem.tournament.schedule import match_spec as to_match
 from tests.scale.canonical import ids
 
 NAMES = ("Boulware", "Linear", "Conceder")

@@ -8,12 +8,14 @@ import signal
 
 import pytest
 
-from stratagem.distributed import RayPlayer, RayWorkerError, RemoteAgent
+from stratagem.cluster import RayWorkerError
 from stratagem.errors import UnknownNameError
 from stratagem.evaluation import evaluate
 from stratagem.games import get_game
 from stratagem.strategies import get_strategy
 from stratagem.tournament import round_robin
+from stratagem.tournament.ray import RayPlayer
+from stratagem.tournament.schedule import RemoteAgent
 from tests.scale.canonical import canonical, ids
 
 ray = pytest.importorskip("ray")

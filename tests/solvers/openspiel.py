@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stratagem.solvers.tree import CHANCE, TERMINAL, Node, Policy
+from stratagem.tree import CHANCE, TERMINAL, Node, Policy
 
 pyspiel = pytest.importorskip("pyspiel")
 
@@ -79,7 +79,7 @@ def to_openspiel(game: str, root: Node, policy: Policy):
 
 def from_openspiel(game: str, root: Node, os_policy) -> dict[str, dict[str, float]]:
     """OpenSpiel's tabular policy (Python ``TabularPolicy``) as our ``infoset -> {action: p}``."""
-    from stratagem.solvers.tree import infosets
+    from stratagem.tree import infosets
 
     acts = infosets(root)
     out = {}

@@ -14,7 +14,8 @@ from stratagem.solvers.best_response import (
     nash_conv,
     on_policy_values,
 )
-from stratagem.solvers.tree import EagerNode, expected_returns, flatten, infosets, uniform_policy
+from stratagem.solvers.tree import expected_returns, flatten
+from stratagem.tree import EagerNode, infosets, uniform_policy
 
 
 def random_policy(root, seed: int) -> dict[str, dict[str, float]]:

@@ -22,7 +22,8 @@ from stratagem.solvers.cfr import (
     regret_matching,
     solve,
 )
-from stratagem.solvers.tree import EagerNode, flatten
+from stratagem.solvers.tree import flatten
+from stratagem.tree import EagerNode
 
 
 def naive_regret_matching(r: list[float]) -> list[float]:

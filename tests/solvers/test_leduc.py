@@ -7,7 +7,8 @@ import pytest
 
 from stratagem.games import leduc
 from stratagem.solvers.best_response import nash_conv
-from stratagem.solvers.tree import expected_returns, flatten, uniform_policy
+from stratagem.solvers.tree import expected_returns, flatten
+from stratagem.tree import uniform_policy
 
 
 def test_tree_size():

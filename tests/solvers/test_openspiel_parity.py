@@ -20,7 +20,8 @@ from stratagem.solvers.best_response import (
     nash_conv,
 )
 from stratagem.solvers.cfr import CFR, CFR_PLUS, CFRSolver, Variant
-from stratagem.solvers.tree import flatten, infosets
+from stratagem.solvers.tree import flatten
+from stratagem.tree import infosets
 
 from .openspiel import OPENSPIEL_GAME, from_openspiel, key_map, pyspiel, to_openspiel
 

@@ -16,8 +16,9 @@ from stratagem.solvers.psro import (
     psro,
     simulate,
 )
-from stratagem.solvers.tree import expected_returns, uniform_policy
+from stratagem.solvers.tree import expected_returns
 from stratagem.strategies import get_strategy
+from stratagem.tree import uniform_policy
 
 DETERMINISTIC = (
     "AlwaysCooperate",

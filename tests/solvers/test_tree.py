@@ -10,17 +10,8 @@ import pytest
 from stratagem.games import kuhn, leduc
 from stratagem.solvers.best_response import best_response_value, nash_conv
 from stratagem.solvers.cfr import CFRSolver
-from stratagem.solvers.tree import (
-    CHANCE,
-    TERMINAL,
-    EagerNode,
-    Node,
-    expected_returns,
-    flatten,
-    infosets,
-    uniform_policy,
-    walk,
-)
+from stratagem.solvers.tree import expected_returns, flatten
+from stratagem.tree import CHANCE, TERMINAL, EagerNode, Node, infosets, uniform_policy, walk
 
 
 @dataclass(eq=False)

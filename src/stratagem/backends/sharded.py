@@ -90,7 +90,7 @@ class ShardWorker:
         try:
             return method(*args, **kwargs)
         except StratagemError as exc:
-            from stratagem.distributed import RaisedOnWorker
+            from stratagem.cluster import RaisedOnWorker
 
             raise RaisedOnWorker.of(exc) from None
 
@@ -119,7 +119,7 @@ class RayBackend:
         gpus_per_worker: float | None = None,
         max_worker_deaths: int | None = None,
     ):
-        from stratagem.distributed import connect
+        from stratagem.cluster import connect
 
         if workers is not None and workers < 1:
             raise ConfigError("--workers must be at least 1")
@@ -204,12 +204,12 @@ class RayBackend:
         return out
 
     def _replace(self, w: int, exc: BaseException) -> None:
-        from stratagem.distributed import RayWorkerError, _first_line
+        from stratagem.cluster import RayWorkerError, first_line
 
         self.deaths += 1
         if self.deaths > self.max_deaths:
             raise RayWorkerError(
-                f"Ray workers died {self.deaths} times (last: {_first_line(exc)}); answers "
+                f"Ray workers died {self.deaths} times (last: {first_line(exc)}); answers "
                 "already cached are kept, rerun the same command to go on"
             )
         self.ray.kill(self.actors[w], no_restart=True)
@@ -221,7 +221,7 @@ class RayBackend:
         """``ray.get``, raising a worker's ``StratagemError`` as itself."""
         from ray import exceptions as rx
 
-        from stratagem.distributed import RaisedOnWorker
+        from stratagem.cluster import RaisedOnWorker
 
         try:
             return self.ray.get(ref)

@@ -42,12 +42,12 @@ def export_games(cfg: ServeSettings) -> None:
         n = export_run(store, cfg.game, cfg.export, agent=cfg.agent)  # type: ignore[arg-type]
     finally:
         store.close()
-    from stratagem.game import HasMetrics
     from stratagem.games import get_game
+    from stratagem.metrics.registry import game_metrics
     from stratagem.metrics.sepo import SEPOGame
 
     game = get_game(cfg.game, **cfg.params)
-    if isinstance(game, HasMetrics | SEPOGame):
+    if isinstance(game, SEPOGame) or game_metrics(game.name) is not None:
         then = f"metrics: stratagem report {cfg.export}"
     else:  # bargaining: its metrics are per tournament (stratagem.metrics.bargaining)
         then = "stratagem report has no metrics for this game; its traces are in traces.jsonl"

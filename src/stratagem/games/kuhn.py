@@ -23,7 +23,7 @@ from stratagem.game import Observation, RoundResult, SafetyWeights, Seat, check_
 from stratagem.games.registry import GAMES
 from stratagem.parsing import parse_action
 from stratagem.seeding import derive
-from stratagem.solvers.tree import EagerNode, Node
+from stratagem.tree import EagerNode, Node
 
 
 class Act(StrEnum):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from stratagem.solvers.tree import EagerNode, Node
+from stratagem.tree import EagerNode, Node
 
 
 class Act(StrEnum):

@@ -31,7 +31,8 @@ from stratagem.metrics.estimate import Estimate, mean_estimate
 from stratagem.seeding import derive
 from stratagem.solvers.best_response import nash_conv
 from stratagem.solvers.dialogue import JUDGE_SAMPLING, DialogueTree, fixed_policy
-from stratagem.solvers.tree import Node, Policy, expected_returns, infosets
+from stratagem.solvers.tree import expected_returns
+from stratagem.tree import Node, Policy, infosets
 
 
 def cfr_gain(root: Node, policy: Policy, baseline: str = ANY) -> tuple[float, float]:

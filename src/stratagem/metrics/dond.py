@@ -36,6 +36,7 @@ from typing import Any
 
 from stratagem.games.dond import Items, complement, divisions, score
 from stratagem.metrics.estimate import Estimate, mean_estimate
+from stratagem.metrics.registry import GAME_METRICS
 from stratagem.trace import Trace
 
 _WORD = re.compile(r"[a-z0-9']+")
@@ -59,11 +60,11 @@ def _result(trace: Trace) -> Any:
 
 
 def _counts(info: dict[str, Any]) -> Items:
-    return tuple(info["counts"])  # type: ignore[return-value]
+    return tuple(info["counts"])
 
 
 def _values(info: dict[str, Any]) -> tuple[Items, Items]:
-    return tuple(info["values"][0]), tuple(info["values"][1])  # type: ignore[return-value]
+    return tuple(info["values"][0]), tuple(info["values"][1])
 
 
 def is_pareto(trace: Trace) -> bool:
@@ -241,3 +242,6 @@ def by_iteration(
         if key in t.meta:
             groups.setdefault(t.meta[key], []).append(t)
     return {k: dond_metrics(group, both_seats) for k, group in groups.items()}
+
+
+GAME_METRICS.register(dond_metrics, "dond")

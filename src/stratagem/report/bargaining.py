@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
-from stratagem.metrics import bargaining as bm
 from stratagem.report.html import Section, write_html
+from stratagem.report.registry import TOURNAMENT_REPORTS, TournamentReport
 from stratagem.report.tables import write_frame
+
+if TYPE_CHECKING:  # pandas, numpy and the metrics load when a report is written
+    import pandas as pd
 
 # (metric, title, panels): each panel is (role whose rows are averaged, panel title)
 HEATMAPS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
@@ -53,12 +53,20 @@ SUMMARY_KEYS = ("deal", "surplus_share", "violation", "induced_violation", "util
 
 def report_rows(traces: Iterable[Any]) -> pd.DataFrame:
     """Returns the per-role rows of ``traces`` in canonical (episode id, role) order."""
+    import pandas as pd
+
+    from stratagem.metrics import bargaining as bm
+
     return bm.canonical(pd.DataFrame(bm.negotiation_rows(traces)))
 
 
 def write_report(traces: Iterable[Any], folder: Path) -> tuple[pd.DataFrame, list[Path]]:
     """Writes every bargaining table and plot of a tournament into ``folder`` from its traces;
     returns (the summary DataFrame, the files written)."""
+    import pandas as pd
+
+    from stratagem.metrics import bargaining as bm
+
     rows = report_rows(traces)
     folder.mkdir(parents=True, exist_ok=True)
     if not len(rows):
@@ -99,6 +107,8 @@ def write_report(traces: Iterable[Any], folder: Path) -> tuple[pd.DataFrame, lis
 
 def heatmaps(rows: pd.DataFrame, folder: Path) -> list[Path]:
     """Writes the pairwise heatmaps per regime (rows buyers, columns sellers); returns paths."""
+    from stratagem.metrics import bargaining as bm
+
     out = []
     for regime in bm.REGIMES:
         part = rows[rows.regime == regime]
@@ -122,6 +132,7 @@ def heatmap_panels(
     """Writes annotated heatmaps side by side, one per (panel title, table); NaN cells show
     a dash. Returns ``path``."""
     import matplotlib
+    import numpy as np
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -167,6 +178,9 @@ def radar_by_role(profile: pd.DataFrame, path: Path) -> Path:
     largest value of the role (its axis label names that maximum).
     """
     import matplotlib
+    import numpy as np
+
+    from stratagem.metrics import bargaining as bm
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -201,6 +215,8 @@ def radar_by_role(profile: pd.DataFrame, path: Path) -> Path:
 
 def wide_summary(summary: pd.DataFrame, keys: Sequence[str] = SUMMARY_KEYS) -> pd.DataFrame:
     """Returns one row per agent × role × regime with ``mean ± stderr`` cells for ``keys``."""
+    import pandas as pd
+
     part = summary[summary.metric.isin(keys)]
     rows = []
     for (agent, role, regime), g in part.groupby(["agent", "role", "regime"], sort=True):
@@ -217,6 +233,8 @@ def wide_summary(summary: pd.DataFrame, keys: Sequence[str] = SUMMARY_KEYS) -> p
 def tier_table(means: pd.DataFrame, metric: str, regime: str) -> pd.DataFrame:
     """Returns ``metric`` per agent × role (rows) and quintile (columns) with its spread, for one
     regime: the layout of seed 004's tier tables."""
+    import pandas as pd
+
     part = means[means.regime == regime]
     if not len(part) or metric not in part:
         return pd.DataFrame()
@@ -294,3 +312,6 @@ def _sections(
         )
     )
     return sections
+
+
+TOURNAMENT_REPORTS.register(TournamentReport(write_report, summary_table), "bargaining")

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from stratagem.errors import ConfigError
 from stratagem.evaluation import POLICY, Evaluation
-from stratagem.game import HasMetrics, HasSolverTree
+from stratagem.game import HasSolverTree
 from stratagem.games import get_game
+from stratagem.metrics.registry import game_metrics
 from stratagem.metrics.sepo import SEPOGame, sepo_metrics
 from stratagem.report.tables import write_metrics
 from stratagem.runs import TRACES, read_fingerprint, scan_traces
@@ -36,7 +37,8 @@ def rebuild_metrics(run: Path) -> Evaluation:
         )
     scan_traces(run / TRACES)  # a bad line or a duplicate episode is an error, not a count
     game = get_game(fp["game"], **fp.get("game_params", {}))
-    if not isinstance(game, SEPOGame | HasMetrics):
+    own = game_metrics(game.name)
+    if not isinstance(game, SEPOGame) and own is None:
         raise ConfigError(
             f"{game.name} has no evaluation metrics to rebuild; its tables come from "
             f"`stratagem tournament --game {game.name}`"
@@ -52,7 +54,8 @@ def rebuild_metrics(run: Path) -> Evaluation:
     if isinstance(game, SEPOGame):
         metrics = sepo_metrics(traces, game, normalise=normalise)
     else:
-        metrics = game.metrics(traces)
+        assert own is not None
+        metrics = own(traces)
     exact = policy = None
     stored = next((run / n for n in (POLICY, LEGACY_POLICY) if (run / n).exists()), None)
     if stored is not None and isinstance(game, HasSolverTree):

@@ -18,15 +18,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from stratagem.solvers.tree import (
-    TERMINAL,
-    FlatTree,
-    Node,
-    Policy,
-    expected_returns,
-    walk,
-    weights,
-)
+from stratagem.solvers.tree import FlatTree, expected_returns, weights
+from stratagem.tree import TERMINAL, Node, Policy, walk
 
 
 def best_response_value(root: Node, player: int, policy: Policy) -> float:

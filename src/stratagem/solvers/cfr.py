@@ -48,7 +48,8 @@ from stratagem.solvers.best_response import (
     nash_conv,
     on_policy_values,
 )
-from stratagem.solvers.tree import CHANCE, TERMINAL, FlatTree, Node, flatten, infosets
+from stratagem.solvers.tree import FlatTree, flatten
+from stratagem.tree import CHANCE, TERMINAL, Node, infosets
 
 
 @dataclass(frozen=True)

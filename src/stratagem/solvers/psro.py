@@ -39,15 +39,8 @@ import numpy as np
 
 from stratagem.solvers.best_response import best_response_policy, best_response_value
 from stratagem.solvers.matrix import META_SOLVERS, MetaSolver, Profile
-from stratagem.solvers.tree import (
-    TERMINAL,
-    Node,
-    Policy,
-    expected_returns,
-    infosets,
-    uniform_policy,
-    walk,
-)
+from stratagem.solvers.tree import expected_returns
+from stratagem.tree import TERMINAL, Node, Policy, infosets, uniform_policy, walk
 
 if TYPE_CHECKING:
     from stratagem.agent import Agent
@@ -238,7 +231,7 @@ def simulate(
             ]
         sums: dict[Pair, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
         for trace in play(game, specs, max_live=max_live):
-            acc = sums[tuple(trace.meta["pair"])]  # type: ignore[index]
+            acc = sums[tuple(trace.meta["pair"])]
             rounds = max(len(trace.rounds), 1)
             acc[0] += sum(r.payoffs[0] for r in trace.rounds) / rounds
             acc[1] += sum(r.payoffs[1] for r in trace.rounds) / rounds

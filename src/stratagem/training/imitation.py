@@ -36,7 +36,8 @@ import numpy as np
 
 from stratagem.errors import StratagemError
 from stratagem.games.dialogue.base import ANY
-from stratagem.solvers.tree import Policy, expected_returns, walk
+from stratagem.solvers.tree import expected_returns
+from stratagem.tree import Policy, walk
 
 if TYPE_CHECKING:
     import torch

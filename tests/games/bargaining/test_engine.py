@@ -19,7 +19,6 @@ from stratagem.game import (
     HasPayoffBounds,
     HasScenarios,
     HasTools,
-    HasTournamentReport,
     SamplesActions,
 )
 from stratagem.games import get_game
@@ -27,6 +26,7 @@ from stratagem.games.bargaining import BUYER, SELLER, Bargaining, Call, Invalid,
 from stratagem.games.bargaining.catalog import Item, Scenario
 from stratagem.metrics.sepo import SEPOGame
 from stratagem.play import EpisodeSpec, play
+from stratagem.report.registry import tournament_report
 
 ITEM = Item("Test lamp", "home", "A lamp.", 50.0, 150.0)
 WAIT = Call("wait_for_response")
@@ -459,9 +459,9 @@ def test_capabilities_are_declared_and_sepo_hooks_are_not():
         HasAnswerText,
         SamplesActions,
         HasPayoffBounds,
-        HasTournamentReport,
     ):
         assert isinstance(game, capability), capability.__name__
+    assert tournament_report(game.name) is not None  # its own tables, per role and regime
     assert not isinstance(game, SEPOGame)
     for name in ("collusive_act", "externality", "reference_payoff", "safety", "rounds"):
         assert not hasattr(game, name), name

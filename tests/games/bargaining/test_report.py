@@ -11,6 +11,7 @@ import pytest
 from stratagem.games.bargaining import Bargaining
 from stratagem.play import EpisodeSpec, play
 from stratagem.report.bargaining import summary_table, write_report
+from stratagem.report.registry import tournament_report
 from stratagem.strategies import get_strategy
 
 NAMES = ["Boulware", "Linear", "Conceder", "TitForTatConcession", "NaiveAccepter"]
@@ -37,7 +38,7 @@ def traces():
 @pytest.fixture(scope="module")
 def report(traces, tmp_path_factory):
     folder = tmp_path_factory.mktemp("report")
-    summary, files = Bargaining().tournament_report(iter(traces), folder)
+    summary, files = tournament_report("bargaining").write(iter(traces), folder)
     return folder, summary, files
 
 
@@ -117,7 +118,7 @@ def test_the_cli_table(report):
 
     _, summary, _ = report
     console = Console(record=True, width=200)
-    console.print(Bargaining().summary_table(summary))
+    console.print(tournament_report("bargaining").table(summary))
     text = console.export_text()
     assert "Bargaining round robin" in text and "TitForTatConcession" in text and "±" in text
 

@@ -4,9 +4,9 @@
 ``tools`` the parse-never-execute tool-call parser, ``prompts`` what agents read and ``catalog``
 the items and scenarios. The game declares the capabilities generic code asks for: scenarios
 (every pairing of a tournament plays the same ones), tools (native JSON tool calls), a completion
-check (a closed code block that parses), answer text, random valid turns, payoff bounds and its
-own tournament report (per role and regime, ``stratagem.report.bargaining``). It is not a SEPO
-game: there is no collusive act or externality to measure.
+check (a closed code block that parses), answer text, random valid turns and payoff bounds. Its
+tournament report (per role and regime) registers itself in ``stratagem.report.bargaining``. It
+is not a SEPO game: there is no collusive act or externality to measure.
 """
 
 from __future__ import annotations
@@ -29,14 +29,8 @@ from stratagem.games.bargaining.catalog import (
     scenarios,
     split,
 )
-from stratagem.games.bargaining.engine import (
-    BUYER,
-    SELLER,
-    BargainingState,
-    BargainingView,
-    Settings,
-    render_turn,
-)
+from stratagem.games.bargaining.engine import BargainingState, Settings, render_turn
+from stratagem.games.bargaining.events import BUYER, SELLER, BargainingView
 from stratagem.games.bargaining.tools import (
     MAX_PRICE,
     Call,
@@ -58,6 +52,7 @@ class Bargaining:
 
     name = "bargaining"
     version = 2  # v2: a round is one turn, implicit wait_for_response, quoted messages, chat
+    max_new_tokens = 256  # a turn is a message (and, in bargaining, a tool call)
     roles = ("seller", "buyer")
     payoff_bounds = (-MAX_PRICE, MAX_PRICE)
 
@@ -208,19 +203,6 @@ class Bargaining:
         if rng.random() < 0.03:
             return Turn((Call("quit_negotiation"),))
         return rng.choice(choices)
-
-    def tournament_report(self, traces: Any, folder: Path) -> tuple[Any, list[Path]]:
-        """Writes the bargaining tables, heatmaps, profiles and HTML report of a tournament into
-        ``folder``; returns (the summary DataFrame, the files written)."""
-        from stratagem.report.bargaining import write_report
-
-        return write_report(traces, Path(folder))
-
-    def summary_table(self, summary: Any) -> Any:
-        """Returns the rich table the CLI prints for a tournament summary."""
-        from stratagem.report.bargaining import summary_table
-
-        return summary_table(summary)
 
 
 def _load(catalog: Any, part: str | None, seed: int) -> list[Item]:

@@ -31,47 +31,20 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from stratagem.errors import GameError
 from stratagem.game import Invalid, Observation, RoundResult, Seat
+from stratagem.games.bargaining import prompts
 from stratagem.games.bargaining.catalog import Scenario
+from stratagem.games.bargaining.events import BUYER, ROLE, SELLER, BargainingView, Event
 from stratagem.games.bargaining.tools import Call, Turn
 from stratagem.games.corrections import Corrections, Verdict
 from stratagem.seeding import derive
 
-SELLER, BUYER = 0, 1
-ROLE = {SELLER: "seller", BUYER: "buyer"}
 TURN_SECONDS = 1.0
-PRIVATE_KINDS = frozenset({"search", "fallback"})
 END_REASONS = ("deal", "quit", "round_limit")
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class Event:
-    """One processed tool call (or engine note), ordered by (time, seq)."""
-
-    time: float
-    seq: int
-    kind: str = field(compare=False)  # listing offer respond message search quit wait wait_time
-    seat: Seat = field(compare=False)  # fallback (the engine's note that a turn was replaced)
-    data: dict[str, Any] = field(compare=False, default_factory=dict)
-
-    @property
-    def private(self) -> bool:
-        """Whether only the acting seat may see this event."""
-        return self.kind in PRIVATE_KINDS
-
-    def to_dict(self) -> dict[str, Any]:
-        """Returns the event as the flat dict traces store."""
-        return {
-            "time": self.time,
-            "seq": self.seq,
-            "kind": self.kind,
-            "seat": self.seat,
-            **self.data,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,24 +55,6 @@ class Settings:
     max_corrections: int = 1
     strategy_guide: bool = True
     prompt_style: str = "chat"
-
-
-@dataclass(frozen=True, slots=True)
-class BargainingView:
-    """What a seat knows, typed, for rule-based bargainers."""
-
-    role: str
-    reservation: float
-    low: float  # the item's historical price range, shown to both seats
-    high: float
-    round: int  # 1-based; a round is one turn, the seller's listing is round 1
-    max_rounds: int
-    listing: bool  # this is the seller's listing turn
-    my_offers: tuple[float, ...]
-    their_offers: tuple[float, ...]
-    their_standing: float | None  # the counterpart's open offer, if any
-    my_standing: float | None  # this seat's own open offer, if any
-    correction: str | None
 
 
 class BargainingState:
@@ -169,8 +124,6 @@ class BargainingState:
         it last acted (``chat``), the whole story (``single``), or the correction to answer."""
         if self.to_act() != (seat,):
             raise GameError(f"bargaining: seat {seat} is not to act")
-        from stratagem.games.bargaining import prompts
-
         view = self.view(seat)
         rules = self._rules[seat]
         if rules is None:

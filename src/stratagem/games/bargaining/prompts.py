@@ -22,7 +22,7 @@ from stratagem.games.corrections import correction_text
 from stratagem.games.quoting import quote
 
 if TYPE_CHECKING:
-    from stratagem.games.bargaining.engine import BargainingView, Event
+    from stratagem.games.bargaining.events import BargainingView, Event
 
 TOOL_HELP = (
     "make_offer(price, side_offer=None) - a binding offer at this price; it stays open until "

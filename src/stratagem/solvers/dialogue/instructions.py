@@ -23,7 +23,8 @@ from stratagem.games.dialogue.base import ANY, Domain, Scenario
 from stratagem.seeding import derive
 from stratagem.solvers.dialogue.expansion import expand
 from stratagem.solvers.dialogue.tree import DialogueTree
-from stratagem.solvers.tree import expected_returns, infosets
+from stratagem.solvers.tree import expected_returns
+from stratagem.tree import infosets
 
 if TYPE_CHECKING:
     from stratagem.solvers.psro import Evaluate, MetaGame

@@ -158,7 +158,7 @@ def solve_trees(trees: list, algorithm: str, iterations: int, points: int) -> di
 
 def readable_policy(tree: Any, policy: Any) -> list[dict[str, Any]]:
     """Each information set of ``tree`` with its seat, own instructions, dialogue and policy."""
-    from stratagem.solvers.tree import walk
+    from stratagem.tree import walk
 
     out, seen = [], set()
     for node in walk(tree.root):

@@ -35,7 +35,7 @@ from stratagem.solvers.dialogue.judge import (
     Outcome,
     judge_dialogues,
 )
-from stratagem.solvers.tree import CHANCE, TERMINAL
+from stratagem.tree import CHANCE, TERMINAL
 
 Step = tuple[str, int]  # (instruction, seed index)
 Branch = tuple[Step, ...]  # the choices that lead to a dialogue: one step per message

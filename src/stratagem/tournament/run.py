@@ -1,5 +1,5 @@
-"""Tournaments: payoff matrices of rule-based strategies, and resumable round robins of any
-agents in both seats (bargaining: buyer and seller) with tables and plots."""
+"""The local round robin: payoff matrices of rule-based strategies, and resumable round robins
+of any agents in both seats (bargaining: buyer and seller) with tables and plots."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from stratagem.agent import Agent
 from stratagem.episode import EpisodeSpec
-from stratagem.game import Game, HasTournamentReport
+from stratagem.game import Game
 from stratagem.play import play
 from stratagem.runs import TRACES, Player, RunFolder
 from stratagem.seeding import derive
@@ -113,7 +113,7 @@ def round_robin(
 
     Traces stream to disk as episodes finish and are never all held in memory; the tables are
     built afterwards from the trace file alone. ``player`` plays the episodes in place of the
-    local ``play`` (``distributed.RayPlayer``: on Ray); the result is the same.
+    local ``play`` (``tournament.ray.RayPlayer``: on Ray); the result is the same.
     """
     from stratagem.evaluation import runtime
 
@@ -141,17 +141,20 @@ def round_robin(
 def write_tournament_report(game: Game, folder: Path) -> TournamentResult:
     """Tables (CSV, Parquet, Markdown) and plots of a tournament folder, from its traces.
 
-    A game that declares ``HasTournamentReport`` writes its own (bargaining: per role and
-    regime); any other gets mean payoff per round by agent and seat, and a seat-0 heatmap.
+    A game with a report in ``report.registry`` writes its own (bargaining: per role and
+    regime; dond: agreement, Pareto rate and length per pairing); any other gets mean payoff per
+    round by agent and seat, and a seat-0 heatmap.
     """
     import pandas as pd
 
     from stratagem.report.plots import heatmap
+    from stratagem.report.registry import tournament_report
     from stratagem.report.tables import write_frame
 
     traces = iter_traces(folder / TRACES)
-    if isinstance(game, HasTournamentReport):
-        summary, files = game.tournament_report(traces, folder)
+    report = tournament_report(game.name)
+    if report is not None:
+        summary, files = report.write(traces, folder)
         episodes = sum(1 for t in iter_traces(folder / TRACES) if t.status == "complete")
         return TournamentResult(folder, episodes, 0, summary, list(files))
     files: list[Path] = []

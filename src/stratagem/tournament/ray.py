@@ -32,129 +32,28 @@ exploitability).
 
 from __future__ import annotations
 
-import dataclasses
-import logging
 import math
 import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import chain
 from typing import Any, Literal
 
-from stratagem.agent import Agent, Decision, Strategy
+from stratagem.agent import Agent
 from stratagem.agents.spec import LLMOptions
+from stratagem.cluster import LOCAL, RaisedOnWorker, RayWorkerError, connect, first_line
 from stratagem.episode import EpisodeSpec
 from stratagem.errors import ConfigError, StratagemError
-from stratagem.game import Game, Observation
+from stratagem.game import Game
 from stratagem.games import GameSpec
+from stratagem.tournament.schedule import MatchSpec, match_spec
 from stratagem.trace import Trace
 
-__all__ = ["MatchSpec", "RayPlayer", "RayWorkerError", "RemoteAgent", "connect", "match_spec"]
+__all__ = ["RayPlayer", "Worker"]
 
-LOCAL = "local"  # ``--ray`` without an address: start a Ray cluster on this machine
 MODEL_KINDS = ("hf", "vllm")  # agent kinds that want a GPU per worker when the cluster has GPUs
-# a local cluster's workers run at the driver's priority: Ray's default (niceness +15, so they
-# yield to its own processes) lets any other job on a busy machine starve the run's only players
-WORKER_NICENESS = 0
-
-
-class RayWorkerError(StratagemError):
-    """Ray workers kept dying (or Ray is missing): the run stops, finished episodes are kept."""
-
-    exit_code = 1
-
-
-@dataclass(frozen=True)
-class MatchSpec:
-    """One episode as plain data, for a worker on another process or machine.
-
-    ``agents`` are agent spec strings (``strategy:TitForTat``, ``hf``, ``openai:MODEL``) by seat;
-    ``scenario`` is the game scenario's dict form (``None``: drawn from the seed).
-    """
-
-    episode_id: str
-    seed: int
-    agents: tuple[str, str]
-    meta: Mapping[str, Any] = field(default_factory=dict)
-    scenario: Mapping[str, Any] | None = None
-
-    def episode(self, agents: tuple[Agent, Agent]) -> EpisodeSpec:
-        """Returns the ``EpisodeSpec`` this match describes, with the worker's agent objects."""
-        return EpisodeSpec(self.episode_id, self.seed, agents, dict(self.meta), self.scenario)
-
-
-@dataclass(frozen=True)
-class RemoteAgent:
-    """An agent the driver only names: Ray workers build it from ``spec``.
-
-    Lets a tournament driver schedule model agents without loading their weights; calling
-    ``act`` here is an error (only workers play).
-    """
-
-    spec: str
-    name: str
-
-    def act(self, batch: Sequence[Observation]) -> list[Decision]:
-        """Raises ``StratagemError``: a remote agent plays on Ray workers only."""
-        raise StratagemError(f"agent {self.name} ({self.spec}) plays on Ray workers only")
-
-
-def agent_spec(agent: Agent, game: Game, specs: Mapping[str, str]) -> str:
-    """Returns the spec string that rebuilds ``agent`` on a worker.
-
-    A ``RemoteAgent`` carries its own; otherwise ``specs`` maps agent names to spec strings, and
-    a game's strategy with its default parameters is ``strategy:NAME``. Raises ``ConfigError``
-    for an agent that cannot be rebuilt from a string.
-    """
-    if isinstance(agent, RemoteAgent):
-        return agent.spec
-    if agent.name in specs:
-        return specs[agent.name]
-    if isinstance(agent, Strategy) and _is_default(agent, game):
-        return f"strategy:{agent.name}"
-    raise ConfigError(
-        f"agent {agent.name!r} cannot be rebuilt on a Ray worker: give its spec string "
-        f"(e.g. RayPlayer(agents={{{agent.name!r}: 'hf'}}))"
-    )
-
-
-def _is_default(agent: Strategy, game: Game) -> bool:
-    """Whether ``agent`` is its strategy with default parameters (what ``strategy:NAME`` builds)."""
-    from stratagem.strategies import get_strategy
-
-    try:
-        default = get_strategy(game.name, agent.name)
-    except StratagemError:
-        return False
-    if type(default) is not type(agent):
-        return False
-    if dataclasses.is_dataclass(agent):
-        return all(
-            getattr(agent, f.name) == getattr(default, f.name) for f in dataclasses.fields(agent)
-        )
-    return vars(agent) == vars(default)
-
-
-def match_spec(spec: EpisodeSpec, game: Game, specs: Mapping[str, str]) -> MatchSpec:
-    """Returns ``spec`` as plain data (see ``agent_spec`` for how agents become strings)."""
-    scenario = spec.scenario
-    if scenario is not None and not isinstance(scenario, Mapping):
-        to_dict = getattr(scenario, "to_dict", None)
-        if to_dict is not None:
-            scenario = to_dict()
-        elif dataclasses.is_dataclass(scenario):
-            scenario = dataclasses.asdict(scenario)  # type: ignore[arg-type]
-        else:
-            raise ConfigError(f"{game.name}: a scenario must be a dict or have to_dict()")
-    return MatchSpec(
-        spec.episode_id,
-        spec.seed,
-        (agent_spec(spec.agents[0], game, specs), agent_spec(spec.agents[1], game, specs)),
-        dict(spec.meta),
-        scenario,
-    )
 
 
 class Worker:
@@ -205,35 +104,6 @@ class Worker:
                 yield done
         except StratagemError as exc:
             raise RaisedOnWorker.of(exc) from None
-
-
-class RaisedOnWorker(Exception):
-    """A ``StratagemError`` raised on a worker, as data that always pickles (ours need not: an
-    ``UnknownNameError`` takes three arguments), so the driver can raise it again."""
-
-    def __init__(self, module: str, name: str, message: str):
-        """Record the error's class (``module``, ``name``) and message."""
-        super().__init__(module, name, message)
-
-    @classmethod
-    def of(cls, exc: StratagemError) -> RaisedOnWorker:
-        """Returns ``exc`` as data."""
-        return cls(type(exc).__module__, type(exc).__qualname__, str(exc))
-
-    def rebuild(self) -> StratagemError:
-        """Returns the original error: same class, same message (its ``__init__`` not rerun)."""
-        import importlib
-
-        module, name, message = self.args
-        try:
-            kind = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError):
-            kind = StratagemError
-        if not (isinstance(kind, type) and issubclass(kind, StratagemError)):
-            kind = StratagemError
-        error = kind.__new__(kind)
-        Exception.__init__(error, message)
-        return error
 
 
 @dataclass
@@ -330,39 +200,6 @@ class RayPlayer:
         return connect(self.address, self.workers)
 
 
-def connect(address: str | None, cpus: int | None = None) -> tuple[Any, bool]:
-    """Connects to Ray: to the cluster at ``address``, or a local cluster of ``cpus`` CPUs
-    (default: this machine's) when ``address`` is None or ``local``; returns (the ray module,
-    whether this call started the connection, so the caller shuts it down).
-
-    Raises:
-        RayWorkerError: Ray is not installed or the cluster cannot be reached.
-    """
-    try:
-        import ray
-    except ImportError:
-        raise RayWorkerError(
-            "--ray needs Ray: pip install 'stratagem[ray]' (or pip install ray)"
-        ) from None
-    if ray.is_initialized():
-        return ray, False
-    address = None if address in (None, "", LOCAL) else address
-    quiet = {"include_dashboard": False, "logging_level": logging.WARNING}
-    try:
-        if address is None:
-            ray.init(
-                num_cpus=cpus or os.cpu_count() or 1,
-                _system_config={"worker_niceness": WORKER_NICENESS},
-                **quiet,
-            )
-        else:
-            ray.init(address=address, **quiet)
-    except (ConnectionError, ValueError, RuntimeError) as exc:
-        where = address or "a local cluster"
-        raise RayWorkerError(f"cannot start Ray on {where}: {exc}") from None
-    return ray, True
-
-
 class _Run:
     """One call of a ``RayPlayer``: the worker pool, the chunks in flight and the requeue."""
 
@@ -447,7 +284,7 @@ class _Run:
                 raise cause.rebuild() from None
             raise
         except (rx.RayActorError, rx.WorkerCrashedError, rx.ObjectLostError) as exc:
-            self.last_death = _first_line(exc)
+            self.last_death = first_line(exc)
             self._replace(chunk.worker)
             return
         for trace in batch:
@@ -470,7 +307,7 @@ class _Run:
             try:
                 pids.append(self.ray.get(ref))
             except rx.RayActorError as exc:
-                self.last_death = _first_line(exc)
+                self.last_death = first_line(exc)
                 pids.append(-1)
         return pids
 
@@ -520,9 +357,3 @@ class _Run:
         self.player.pids = self._pids()
         for _ in range(self.DEPTH):
             self._submit(w)
-
-
-def _first_line(exc: BaseException) -> str:
-    """The first non-empty line of an error's message (Ray's carry whole tracebacks)."""
-    lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
-    return lines[0] if lines else type(exc).__name__
