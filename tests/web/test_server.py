@@ -26,7 +26,7 @@ def free_port() -> int:
 
 
 class Serve:
-    """``python -m stratagem.cli.serve`` on a free port, with a Deal or No Deal context file."""
+    """``stratagem serve`` as a process on a free port, with a Deal or No Deal context file."""
 
     def __init__(
         self, tmp_path: Path, *extra: str, game: str = "dond", agent: str = "strategy:FairSplit"
@@ -37,7 +37,7 @@ class Serve:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         env = {k: v for k, v in os.environ.items() if k != "STRATAGEM_SESSION_KEY"}
-        cmd = [sys.executable, "-m", "stratagem.cli.serve", "--game", game]
+        cmd = [sys.executable, "-m", "stratagem.cli.main", "serve", "--game", game]
         cmd += ["--agent", agent, "--seat", "0", "--port", str(self.port), "--db", str(self.db)]
         cmd += [*(["--param", f"contexts={contexts}"] if game == "dond" else []), *extra]
         self.log = tmp_path / f"serve-{self.port}.log"

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
 from rich.console import Console
 
-from stratagem.cli.options import register
 from stratagem.errors import ConfigError
 from stratagem.web.settings import ServeSettings
 
@@ -107,22 +105,3 @@ def serve(cfg: ServeSettings) -> None:
         )
     finally:
         store.close()
-
-
-def main() -> None:
-    """Runs ``serve`` alone (``python -m stratagem.cli.serve``) with the CLI's one-line errors."""
-    import sys
-
-    from stratagem.errors import StratagemError
-
-    app = typer.Typer(add_completion=False)
-    register(app, "serve", ServeSettings, serve_command)
-    try:
-        app()
-    except StratagemError as exc:
-        Console(stderr=True).print("error: " + " ".join(str(exc).split()), markup=False)
-        sys.exit(exc.exit_code)
-
-
-if __name__ == "__main__":
-    main()

@@ -52,7 +52,7 @@ class Bargaining:
 
     name = "bargaining"
     version = 2  # v2: a round is one turn, implicit wait_for_response, quoted messages, chat
-    max_new_tokens = 256  # a turn is a message (and, in bargaining, a tool call)
+    max_new_tokens = 256  # a turn is a thought plus tool calls: the budget of an LLM agent
     roles = ("seller", "buyer")
     payoff_bounds = (-MAX_PRICE, MAX_PRICE)
 

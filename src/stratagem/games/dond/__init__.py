@@ -135,7 +135,7 @@ class Dond:
 
     name = NAME
     version = 1
-    max_new_tokens = 256  # a turn is a message (and, in bargaining, a tool call)
+    max_new_tokens = 256  # a turn is a free-form message: the budget of an LLM agent
 
     def __init__(
         self,
