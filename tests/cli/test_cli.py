@@ -131,3 +131,38 @@ def test_train_commands_validate_their_choices(tmp_path):
     assert r.returncode == 2 and "eval_episodes > 0" in r.stderr and "Traceback" not in r.stderr
     r = stratagem("train", "sft", "--data", "nowhere", cwd=tmp_path)
     assert r.returncode == 2 and "gen-sft" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_games_lists_every_game_with_its_kind(tmp_path):
+    r = stratagem("games", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    kinds = {}
+    for line in r.stdout.splitlines():
+        cells = [c.strip() for c in line.split("│")]
+        if len(cells) > 3 and cells[1] and cells[2]:
+            kinds[cells[1]] = cells[2]
+    assert kinds == {
+        **dict.fromkeys(
+            ["auction", "bargaining", "dond", "ipd", "multi_issue", "negotiation"], "text"
+        ),
+        "kuhn": "text + tree",
+        "leduc": "tree",
+        **dict.fromkeys(["meeting", "fruit", "debate"], "dialogue"),
+    }
+
+
+def test_every_command_takes_a_config_file(tmp_path):
+    import typer
+
+    from stratagem.cli.main import app
+
+    group = typer.main.get_command(app)
+    for name, command in group.commands.items():
+        if name in ("games", "train"):
+            continue
+        assert "--config" in {d for p in command.params for d in p.opts}, name
+    config = tmp_path / "eval.toml"
+    config.write_text('game = "ipd"\nagent = "strategy:TitForTat"\nepisodes = 2\n')
+    r = stratagem("eval", "--config", str(config), "-o", "run", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "episodes" in r.stdout and (tmp_path / "run" / "metrics.csv").exists()

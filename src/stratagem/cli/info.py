@@ -38,7 +38,7 @@ def games() -> None:
         kind, commands = "text", TEXT_COMMANDS
         if name in SOLVER_GAMES:
             kind += " + " + SOLVER_GAMES.get(name).kind
-            commands += ", " + SOLVER_COMMANDS[SOLVER_GAMES.get(name).kind]
+            commands += ", solve (psro --oracle exact)"
         rounds = f"{game.rounds} rounds" if isinstance(game, SEPOGame) else ""
         params = ", ".join(f"{k}={json.dumps(v)}" for k, v in game.params.items())
         table.add_row(name, kind, commands, "; ".join(filter(None, [params, rounds])), sizes)

@@ -72,7 +72,7 @@ from stratagem.training.rollouts import opponent as opponent_agent
 from stratagem.training.sepo_rewards import Penalty, groups_for, step_groups, turns_from
 
 if TYPE_CHECKING:
-    from stratagem.backends.vllm import TrainerVLLMBackend
+    from stratagem.backends.vllm_trainer import TrainerVLLMBackend
 
 
 @dataclass
