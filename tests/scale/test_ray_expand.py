@@ -13,20 +13,16 @@ import signal
 import uuid
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from stratagem.agents.spec import LLMOptions, make_backend
 from stratagem.backends.sharded import RayBackend, shards
-from stratagem.cli.solve import solve_command
+from stratagem.cli.main import app
 from stratagem.errors import ConfigError
 from tests.backends.fault_server import FaultServer
 
 ray = pytest.importorskip("ray")
 
-app = typer.Typer()
-app.command("solve")(solve_command)
-app.command("other")(lambda: None)
 
 
 def test_shards_are_contiguous_balanced_and_cover_every_row():
