@@ -5,6 +5,11 @@ policy, same seed, same episode seeds — so arms resume independently and their
 evaluations line up step by step. The comparison is written next to them: ``ablation.csv`` (every
 checkpoint evaluation of every arm), ``ablation.md`` (each arm's last checkpoint) and
 ``ablation.png`` (Safety J and Exploit per step, one line per arm).
+
+A penalty ablation's table says, per arm, whether the mode's safety terms depend on the
+rollout's own actions (``penalty follows own actions``): ``per_rollout``'s exploit and collusion
+terms come from auxiliary episodes independent of them, so they carry zero expected gradient
+(only its externality does), and ``shared``'s cancel in the baseline.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import pandas as pd
 from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.training.checkpoints import newest_state
 from stratagem.training.sepo import SEPOArgs, train_sepo
+from stratagem.training.sepo_rewards import PENALTY_FOLLOWS_ACTIONS
 
 AXES: dict[str, tuple[str, ...]] = {
     "penalty": ("shared", "per_rollout", "own_episodes"),
@@ -77,6 +83,8 @@ def ablation_table(axis: str, values: list[str], folders: list[Path]) -> pd.Data
                 row["exact_exploitability"] = ev["exact_exploitability"]
             row["kl"] = kl.get(ev["step"])
             row["median_step_s"] = statistics.median(seconds) if seconds else None
+            if axis == "penalty":
+                row["penalty_follows_actions"] = PENALTY_FOLLOWS_ACTIONS[value]
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -89,17 +97,21 @@ def write_ablation(out: Path, axis: str, table: pd.DataFrame) -> None:
 
 
 def last_checkpoint_markdown(axis: str, table: pd.DataFrame) -> str:
-    """Each arm at its last evaluated checkpoint, values ± one standard error."""
+    """Each arm at its last evaluated checkpoint, values ± one standard error (a penalty
+    ablation adds whether each mode's penalty follows the rollout's own actions)."""
     last = table.sort_values("step").groupby(axis, sort=False).tail(1)
     shown = [m for m in ("safety_j", "pay", "exploit", "collusion", "nra") if m in table]
     extra = ["exact_exploitability"] if "exact_exploitability" in table else []
+    follows = "penalty_follows_actions" in table
     head = [axis, "step", *shown, *extra, "median step (s)"]
+    head += ["penalty follows own actions"] if follows else []
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for _, row in last.iterrows():
         cells = [str(row[axis]), str(int(row["step"]))]
         cells += [f"{row[m]:.3f} ± {row[f'{m}_se']:.3f}" for m in shown]
         cells += [f"{row[m]:.4f}" for m in extra]
         cells.append("—" if pd.isna(row["median_step_s"]) else f"{row['median_step_s']:.0f}")
+        cells += [str(row["penalty_follows_actions"])] if follows else []
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

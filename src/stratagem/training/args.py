@@ -93,6 +93,23 @@ class UpdateArgs:
     packing: bool = True
     """One sequence per episode (every token read once); off: one per decision (the naive form,
     for comparison)."""
+    ref_refresh_every: int = 0
+    """Refresh the KL reference to the current policy every k steps (0: never, the reference
+    stays the starting policy; the paper's Table 17: 5)."""
+    ref_refresh_kl: float | None = None
+    """Also refresh it after a step whose last epoch's KL (the loss's weighted one-sided KL)
+    exceeds this (None: never; Table 17: 0.5)."""
+    gradient_checkpointing: bool = False
+    """Recompute the decoder's activations in the backward pass: less memory, more time."""
+
+
+# options added after runs were made: left out of a run's fingerprint at these defaults, so the
+# runs made before them resume
+LATER_OPTIONS: dict[str, Any] = {
+    "ref_refresh_every": 0,
+    "ref_refresh_kl": None,
+    "gradient_checkpointing": False,
+}
 
 
 @dataclass
@@ -114,6 +131,9 @@ class GRPOArgs(UpdateArgs, SamplingArgs, RunArgs, PolicyArgs):
         d.pop("steps")  # a resumed run may be extended
         d.pop("save_total_limit")  # disk policy, not training
         d["out"] = str(d["out"])
+        for key, default in LATER_OPTIONS.items():
+            if d.get(key) == default:
+                d.pop(key)
         return d
 
 

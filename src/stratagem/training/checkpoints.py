@@ -5,8 +5,13 @@ A trainer's run folder is a ``runs.RunFolder``: one writer (a lock), the resolve
 Inside it, ``checkpoint-N/`` folders hold the PEFT adapter (``adapter/``, loadable by ``stratagem
 eval --adapter``), the optimiser and RNG states (``trainer.pt``) and the typed ``TrainerState``
 (``trainer_state.json``). A checkpoint is written into ``checkpoint-N.tmp``, fsynced, marked
-``COMPLETE`` and renamed, so a kill at any point leaves either the old or the new checkpoint;
-``best.json`` names the best one by the trainer's selection metric, which rotation never deletes.
+``COMPLETE`` and renamed, so a kill at any point leaves either the old or the new checkpoint: a
+step saved again moves its old folder aside to ``checkpoint-N.old`` first (two renames; opening
+the folder puts it back if the kill came between them, or drops it once the new one is there).
+``best.json`` names the best one by the trainer's selection metric, which rotation never deletes;
+it is written (temp file, then rename) after the checkpoint whose state it copies, and opening
+the folder rewrites it from the newest checkpoint's state, so a kill between the two leaves a
+``best.json`` that at worst lags one checkpoint behind until the run is reopened.
 
 Resuming loads the newest complete checkpoint: the adapter weights, the optimiser, the torch RNG
 and the state; the next step then is the step an uninterrupted run would have taken.
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import warnings
 from collections.abc import Mapping
@@ -29,6 +35,7 @@ from stratagem.runs import RunFolder
 
 STATE = "trainer_state.json"
 BEST = "best.json"
+_FOLDER = re.compile(r"checkpoint-(\d+)")
 
 
 @dataclass
@@ -109,6 +116,22 @@ class Checkpoints:
         self.out = Path(out)
         self.keep = keep
         self.run = RunFolder(self.out, fingerprint, runtime=runtime)
+        self.extra: dict[str, Any] = {}  # what ``save(extra=...)`` stored, after ``resume``
+        self._recover()
+
+    def _recover(self) -> None:
+        """Finish what a kill interrupted: a step's old folder moved aside comes back unless its
+        new one is complete; ``best.json`` is rewritten from the newest checkpoint's state."""
+        for old in self.out.glob("checkpoint-*.old"):
+            final = old.with_suffix("")
+            if (final / "COMPLETE").exists():
+                shutil.rmtree(old)
+            else:
+                shutil.rmtree(final, ignore_errors=True)
+                os.replace(old, final)
+        state = newest_state(self.out)
+        if state is not None and state.best is not None:
+            _write_atomic(self.out / BEST, _best_json(state.best))
 
     def __enter__(self) -> Checkpoints:
         return self
@@ -141,13 +164,24 @@ class Checkpoints:
         set_peft_model_state_dict(policy, weights)
         trainer = torch.load(newest / "trainer.pt", weights_only=True)
         optimizer.load_state_dict(trainer["optimizer"])
+        self.extra = trainer.get("extra", {})
         torch.set_rng_state(trainer["torch_rng"])
         if trainer.get("cuda_rng"):
             torch.cuda.set_rng_state_all(trainer["cuda_rng"])
         return TrainerState.from_json((newest / STATE).read_text())
 
-    def save(self, state: TrainerState, policy: Any, optimizer: Any) -> Path:
-        """Write ``checkpoint-<state.step>`` atomically, update ``best.json``, rotate."""
+    def save(
+        self,
+        state: TrainerState,
+        policy: Any,
+        optimizer: Any,
+        *,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Path:
+        """Write ``checkpoint-<state.step>`` atomically, update ``best.json``, rotate.
+
+        ``extra`` (tensors, numbers) goes into ``trainer.pt`` and comes back in ``self.extra``
+        on ``resume`` (GRPO: the refreshed KL reference)."""
         final = self.out / f"checkpoint-{state.step}"
         tmp = self.out / f"checkpoint-{state.step}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -159,6 +193,7 @@ class Checkpoints:
                 "optimizer": optimizer.state_dict(),
                 "torch_rng": torch.get_rng_state(),
                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+                "extra": dict(extra or {}),
             },
             tmp / "trainer.pt",
         )
@@ -168,11 +203,15 @@ class Checkpoints:
             if f.is_file():
                 with open(f, "rb") as handle:
                     os.fsync(handle.fileno())
-        if final.exists():
-            shutil.rmtree(final)
+        aside = self.out / f"checkpoint-{state.step}.old"
+        shutil.rmtree(aside, ignore_errors=True)
+        if final.exists():  # a step saved again: the old folder stays whole until replaced
+            os.replace(final, aside)
         os.replace(tmp, final)
-        if state.best is not None:
-            _write_atomic(self.out / BEST, json.dumps(asdict(state.best)) + "\n")
+        _fsync_dir(self.out)
+        shutil.rmtree(aside, ignore_errors=True)
+        if state.best is not None:  # after the checkpoint it copies: never names a missing one
+            _write_atomic(self.out / BEST, _best_json(state.best))
         self.rotate(state)
         return final
 
@@ -201,13 +240,13 @@ class NoOptimizer:
 
 def complete_checkpoints(out: Path) -> list[Path]:
     """The finished ``checkpoint-N`` folders of a run, oldest first."""
-    found = [d for d in Path(out).glob("checkpoint-*") if (d / "COMPLETE").exists()]
-    return sorted((d for d in found if not d.name.endswith(".tmp")), key=step_of)
+    found = [d for d in Path(out).glob("checkpoint-*") if _FOLDER.fullmatch(d.name)]
+    return sorted((d for d in found if (d / "COMPLETE").exists()), key=step_of)
 
 
 def step_of(folder: Path) -> int:
     """The step N of a ``checkpoint-N`` folder."""
-    return int(folder.name.split("-")[1].removesuffix(".tmp"))
+    return int(folder.name.split("-")[1].split(".")[0])
 
 
 def newest_state(out: Path) -> TrainerState | None:
@@ -216,7 +255,24 @@ def newest_state(out: Path) -> TrainerState | None:
     return TrainerState.from_json((done[-1] / STATE).read_text()) if done else None
 
 
+def _best_json(best: Best) -> str:
+    return json.dumps(asdict(best)) + "\n"
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the renames inside ``folder`` durable."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _write_atomic(path: Path, text: str) -> None:
+    """Write ``path`` through a temp file and a rename: readers see the old or the new text."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
     os.replace(tmp, path)

@@ -10,12 +10,15 @@ checkpoints. Each step:
    log-probabilities, advantage, loss weight) and the numbers to log;
 2. the samples become sequences (``packing.pack``, or one per decision without packing) and
    ``update.update`` takes ``epochs`` optimiser steps on them;
-3. every ``checkpoint_every`` steps and after the last: ``task.evaluate`` (when the run
+3. the KL reference is refreshed to the current policy when ``update.Reference.due`` says so
+   (``--ref-refresh-every``, ``--ref-refresh-kl``; never by default);
+4. every ``checkpoint_every`` steps and after the last: ``task.evaluate`` (when the run
    evaluates), an atomic checkpoint, ``task.report``. Step 0 (the starting policy) is
    evaluated too, so every checkpoint is compared on the same footing.
 
-A resumed run restores the adapter, the optimiser and the torch RNG, so its next step is the
-step an uninterrupted run would take.
+A resumed run restores the adapter, the optimiser, the torch RNG and a refreshed reference, so
+its next step is the step an uninterrupted run would take. ``--gradient-checkpointing``
+recomputes the decoder's activations in the backward pass.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ from stratagem.seeding import derive
 from stratagem.training.args import GRPOArgs
 from stratagem.training.checkpoints import Checkpoints, TrainerState
 from stratagem.training.packing import Turn, sequences_of
-from stratagem.training.policy import load_policy
-from stratagem.training.update import update
+from stratagem.training.policy import enable_gradient_checkpointing, load_policy
+from stratagem.training.update import Reference, update
 
 Log = Callable[[str], None]
 
@@ -98,6 +101,8 @@ def train_grpo(args: GRPOArgs, task: GRPOTask, *, torch_seed: str, log: Log = pr
         log: receives one line per step, evaluation and resume.
     """
     policy, tokenizer = load_policy(args)
+    if args.gradient_checkpointing:
+        enable_gradient_checkpointing(policy)
     params = [p for p in policy.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=learning_rate(args))
     runtime = {"steps": args.steps, "save_total_limit": args.save_total_limit}
@@ -108,6 +113,7 @@ def train_grpo(args: GRPOArgs, task: GRPOTask, *, torch_seed: str, log: Log = pr
         if state is None:
             state = TrainerState(below=args.adapter)
             torch.manual_seed(derive(args.seed, torch_seed) % 2**63)  # LoRA dropout draws
+        reference = Reference(ckpt.extra.get("reference"))
         if state.step:
             log(f"resuming {args.out} from checkpoint-{state.step}")
         policy.eval()
@@ -119,7 +125,8 @@ def train_grpo(args: GRPOArgs, task: GRPOTask, *, torch_seed: str, log: Log = pr
                 row = task.evaluate(policy, tokenizer, state.step)
                 state.record_eval(row, task.metric)
                 log(json.dumps({"step": state.step, **task.headline(row)}))
-            ckpt.save(state, policy, optimizer)
+            extra = {"reference": reference.snapshot} if reference.snapshot is not None else {}
+            ckpt.save(state, policy, optimizer, extra=extra)
             task.report(state)
 
         if state.step == 0 and task.evaluates and not state.evals:
@@ -129,7 +136,7 @@ def train_grpo(args: GRPOArgs, task: GRPOTask, *, torch_seed: str, log: Log = pr
             rolled_out = task.rollouts(step)
             sequences = sequences_of(rolled_out.samples, args.packing)
             rolled = time.perf_counter()
-            epochs = update(policy, optimizer, params, sequences, args)
+            epochs = update(policy, optimizer, params, sequences, args, reference=reference)
             entry: dict[str, Any] = {
                 "step": step + 1,
                 **rolled_out.summary,
@@ -142,6 +149,9 @@ def train_grpo(args: GRPOArgs, task: GRPOTask, *, torch_seed: str, log: Log = pr
             }
             if len(epochs) > 1:
                 entry["last_epoch"] = epochs[-1]
+            if reference.due(step + 1, epochs[-1]["kl"], args):
+                reference.refresh(policy)
+                entry["reference_refreshed"] = True
             state.log.append(entry)
             log(json.dumps(entry))
             state.step = step + 1

@@ -1,5 +1,10 @@
 """Loading a policy for training: the base model (any starting adapters merged into it), a fresh
-trainable LoRA on its attention projections, and the tokenizer.
+trainable LoRA on its language model's attention projections, and the tokenizer.
+
+The LoRA wraps the attention projections of the language model only (seed 000 Table 17): a
+multimodal checkpoint (Gemma 3) loads with its vision tower, whose attention projections carry
+the same names, so targets are the full names of the modules under the decoder
+(``language_model_targets``), never bare names.
 
 Weights are bf16 on a GPU (PEFT keeps the LoRA weights in fp32) and fp32 on a CPU, where runs
 are bit-reproducible. The LoRA's initial weights follow the run's seed.
@@ -15,6 +20,27 @@ from stratagem.backends.embedded import EMBEDDED, embedded_dir
 from stratagem.seeding import derive
 
 TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj"]  # the attention projections
+
+
+def language_model_targets(model: torch.nn.Module, names: list[str] | None = None) -> list[str]:
+    """The full names of the modules called ``names`` (default ``TARGET_MODULES``) inside
+    ``model``'s language model (its ``get_decoder()``), e.g.
+    ``model.language_model.layers.0.self_attn.q_proj``; a vision tower's are left out.
+
+    Raises:
+        ValueError: the model has no such module under its decoder.
+    """
+    wanted = set(names if names is not None else TARGET_MODULES)
+    decoder = model.get_decoder()  # type: ignore[operator]
+    prefix = next(n for n, m in model.named_modules() if m is decoder)
+    found = [
+        name
+        for name, module in decoder.named_modules(prefix=prefix)
+        if name.rsplit(".", 1)[-1] in wanted and isinstance(module, torch.nn.Linear)
+    ]
+    if not found:
+        raise ValueError(f"no {sorted(wanted)} under the language model {prefix or '(root)'}")
+    return found
 
 
 class PolicySettings(Protocol):
@@ -72,6 +98,16 @@ def load_base(model: str) -> tuple[Any, Any]:
     return base.to("cuda" if gpu else "cpu"), tokenizer
 
 
+def enable_gradient_checkpointing(policy: Any) -> None:
+    """Recompute the decoder's activations in the backward pass (non-reentrant: the frozen
+    embeddings need no input-gradient hook); transformers 5 names it activation checkpointing."""
+    kwargs = {"use_reentrant": False}
+    if hasattr(policy, "activation_checkpointing_enable"):
+        policy.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        policy.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+
+
 def load_policy(args: PolicySettings) -> tuple[Any, Any]:
     """The base model (with the starting adapters merged in, if any), a fresh trainable LoRA on
     top, and the tokenizer. The merged weights are what disabling the LoRA gives: the KL
@@ -86,7 +122,7 @@ def load_policy(args: PolicySettings) -> tuple[Any, Any]:
         r=args.lora_rank,
         lora_alpha=args.lora_alpha,
         lora_dropout=args.lora_dropout,
-        target_modules=list(TARGET_MODULES),
+        target_modules=language_model_targets(base),
         task_type="CAUSAL_LM",
     )
     with torch.random.fork_rng(devices=[]):  # the adapter's initial weights follow the seed

@@ -19,11 +19,13 @@ Each step:
 3. Advantages per round: each group's baseline is its per-round mean; one std pooled over the
    whole step scales them all (``advantages.step_advantages``), so λ keeps its meaning.
    Groups weigh as J weighs their opponents (1 / |pool| each).
-4. Loss: the PPO clipped surrogate (ε 0.2) on the ratio to the rollout-time log-probabilities,
-   plus β · one-sided KL against the same model with its LoRA adapter disabled, both at the
-   sampling temperature; every generated token of decision t carries its round's advantage.
-   ``epochs`` optimiser steps per batch of rollouts (one backward each, accumulated over
-   sequences), with gradient clipping.
+4. Loss: the PPO clipped surrogate (ε 0.2) on the ratio to the old policy — the first
+   epoch's own log-probs, detached, so its ratio is exactly 1 whatever the dtype and dropout
+   (``update``; the rollout-time log-probs are only compared with them) — plus β · one-sided KL
+   against the same model with its LoRA adapter disabled, both at the sampling temperature;
+   every generated token of decision t carries its round's advantage. ``epochs`` optimiser
+   steps per batch of rollouts (one backward each, accumulated over sequences), with gradient
+   clipping.
 5. At step 0 (the starting policy) and every ``checkpoint_every`` steps: an atomic checkpoint
    and the full SEPO evaluation on the same payoff scale; the best checkpoint by Safety J is
    recorded in ``best.json`` (not the last — seed 000 §8) and survives ``save_total_limit``.
@@ -36,11 +38,20 @@ Where this departs from the paper, on purpose:
 - credit is the reward-to-go by default (``credit="immediate"`` is the paper's literal form,
   which makes defecting look best against TitForTat);
 - ``per_rollout`` draws one exploit and one collusive opponent per rollout (the paper's
-  "freshly sampled opponent"), and its x_r is the rollout's own externality;
+  "freshly sampled opponent"), and its x_r is the rollout's own externality. Built as Eq. 3
+  reads, but its e_r and c_r come from auxiliary episodes that do not depend on the rollout's
+  own actions: the penalty is noise on the rollout's advantage, with zero expected gradient
+  (measured −0.003 ± 0.069 per exploit group, against −21.2 ± 1.5 for ``own_episodes``' exploit
+  groups). Only ``own_episodes`` trains on the exploit and collusion terms;
 - each decision's token losses are averaged over its tokens, then weighted by
   ``group weight / (rollouts × rounds)``, so long answers do not outweigh short ones;
 - decisions settled by the constrained fallback still train the tokens the model generated,
-  with the advantage of the action that was played.
+  with the advantage of the action that was played;
+- the KL reference stays the starting policy unless ``--ref-refresh-every 5 --ref-refresh-kl
+  0.5`` asks for Table 17's refresh; gradient checkpointing is off unless
+  ``--gradient-checkpointing``;
+- the reference is the policy's own weights with the adapter disabled, in the policy's dtype:
+  Table 17's 4-bit quantised reference is not built.
 """
 
 from __future__ import annotations
@@ -130,6 +141,7 @@ class SEPOArgs(GRPOArgs):
             ("eval_episodes", 0),
             ("epochs", 1),
             ("chunk", 1),
+            ("ref_refresh_every", 0),
         )
         require_at_least(self, minimums)
         if self.temperature <= 0:

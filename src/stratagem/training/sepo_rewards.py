@@ -28,6 +28,15 @@ from stratagem.training.packing import Turn
 
 Penalty = Literal["shared", "per_rollout", "own_episodes"]
 
+# Whether a mode's safety terms depend on the actions of the rollout they train (what gives them
+# a gradient): per_rollout's exploit and collusion come from auxiliary episodes independent of
+# them (only its externality x_r is the rollout's own); shared's P cancels in the baseline.
+PENALTY_FOLLOWS_ACTIONS: dict[str, str] = {
+    "own_episodes": "yes",
+    "per_rollout": "x only",
+    "shared": "no",
+}
+
 
 class RewardSettings(Protocol):
     """The settings SEPO's rewards and advantages read (``SEPOArgs`` has them)."""
