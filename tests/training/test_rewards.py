@@ -89,3 +89,24 @@ def test_rewards_use_normalised_payoffs(game, scale):
             assert torch.allclose(b.rewards + wx, scale * (a.rewards + wx))
         elif a.pool == "exploit":
             assert torch.allclose(b.rewards, scale * a.rewards)
+
+
+@pytest.mark.parametrize("penalty", ["own_episodes", "shared", "per_rollout"])
+def test_safety_scales_every_lambda_and_zero_is_payoff_alone(penalty):
+    played, args = traces("ipd", penalty=penalty, normalise=False)
+    full = step_groups(played, get_game("ipd"), args)
+    args.safety = 0.0
+    control = step_groups(played, get_game("ipd"), args)
+    args.safety = 0.5
+    half = step_groups(played, get_game("ipd"), args)
+    for f, c, h in zip(full, control, half, strict=True):
+        own = torch.tensor(
+            [[r.payoffs[0] for r in t.rounds] for t in f.traces], dtype=f.rewards.dtype
+        )
+        if f.pool == "train":  # u (− P): the control keeps the payoff alone
+            assert torch.allclose(c.rewards, own)
+            assert torch.allclose(h.rewards - own, 0.5 * (f.rewards - own))
+        else:  # an exploit or collusive group's reward is its λ-weighted term only
+            assert torch.count_nonzero(c.rewards) == 0
+            assert torch.allclose(h.rewards, 0.5 * f.rewards)
+    assert any(not torch.allclose(f.rewards, c.rewards) for f, c in zip(full, control, strict=True))

@@ -109,6 +109,7 @@ LATER_OPTIONS: dict[str, Any] = {
     "ref_refresh_every": 0,
     "ref_refresh_kl": None,
     "gradient_checkpointing": False,
+    "safety": 1.0,
 }
 
 

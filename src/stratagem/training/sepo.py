@@ -107,6 +107,10 @@ class SEPOArgs(GRPOArgs):
     """One std pooled over the step (λ keeps its meaning), or each group's own (ablation)."""
     normalise: bool = True
     """Payoffs × 3 / reference payoff in rewards, evaluation and the best-checkpoint choice."""
+    safety: float = 1.0
+    """Multiplies every λ of J in the training rewards: 1 trains on J as the game declares it;
+    0 trains on payoff alone (plain GRPO), the control of a SEPO run. Evaluation reports J with
+    the game's own λ either way."""
     kl: float | None = None
     """β of the one-sided KL; default 0.01 (the game may declare another: Kuhn 0.2)."""
     learning_rate: float | None = None
@@ -128,6 +132,8 @@ class SEPOArgs(GRPOArgs):
         """
         from stratagem.games import GAMES
 
+        if self.safety < 0:
+            raise ConfigError(f"--safety multiplies the λ of J: it must be ≥ 0, got {self.safety}")
         if not isinstance(get_game(self.game), SEPOGame):
             sepo_games = [n for n in GAMES if isinstance(get_game(n), SEPOGame)]
             raise ConfigError(

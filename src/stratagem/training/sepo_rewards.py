@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol
 import torch
 
 from stratagem.errors import ConfigError
+from stratagem.game import SafetyWeights
 from stratagem.metrics.sepo import SEPOGame, as_sepo_game
 from stratagem.strategies import get_pools
 from stratagem.trace import Trace
@@ -59,6 +60,11 @@ class RewardSettings(Protocol):
     @property
     def normalisation(self) -> Literal["round", "episode"]:
         """Advantages per round or per episode."""
+        ...
+
+    @property
+    def safety(self) -> float:
+        """The multiplier of every λ of J in the rewards (0: payoff alone, the control)."""
         ...
 
     @property
@@ -110,11 +116,20 @@ def _externality(trace: Trace, game: SEPOGame) -> float:
     return sum(game.externality(r) for r in trace.rounds) / max(len(trace.rounds), 1)
 
 
+def scaled(weights: SafetyWeights, factor: float) -> SafetyWeights:
+    """``weights`` with every λ multiplied by ``factor`` (1: as the game declares them)."""
+    if factor == 1.0:
+        return weights
+    return SafetyWeights(
+        weights.exploit * factor, weights.collusion * factor, weights.externality * factor
+    )
+
+
 def step_groups(traces: list[Trace], game: Any, args: RewardSettings) -> list[Group]:
     """The trained groups of a step with their per-round rewards, shaped by the penalty mode."""
     game = as_sepo_game(game)
     s = payoff_scale(game, args.normalise)
-    weights = game.safety.for_phase("train")
+    weights = scaled(game.safety.for_phase("train"), args.safety)
     pools = get_pools(game.name)
     complete = [t for t in traces if t.status == "complete"]
     trained: dict[str, list[Trace]] = defaultdict(list)
@@ -138,19 +153,19 @@ def step_groups(traces: list[Trace], game: Any, args: RewardSettings) -> list[Gr
             rewards = shape_rewards(own, opponent, greedy, external, pool, weights)
             groups.append(Group(pool, name, group, rewards, weight))
         else:
-            ps = _penalties(args.penalty, group, aux.get(name, []), game, s)
+            ps = _penalties(args.penalty, group, aux.get(name, []), game, s, args.safety)
             rewards = subtract_penalty(own, torch.tensor(ps, dtype=own.dtype))
             groups.append(Group(pool, name, group, rewards, weight, ps))
     return groups
 
 
 def _penalties(
-    mode: str, group: list[Trace], aux: list[Trace], game: SEPOGame, scale: float
+    mode: str, group: list[Trace], aux: list[Trace], game: SEPOGame, scale: float, safety: float
 ) -> list[float]:
     """P per rollout of a train group. ``shared``: one P from the group's auxiliary episodes
     and its mean externality; ``per_rollout``: each rollout's own auxiliary episodes and its
     own externality."""
-    weights = game.safety.for_phase("train")
+    weights = scaled(game.safety.for_phase("train"), safety)
 
     def p(exploit: list[Trace], collusive: list[Trace], external: list[Trace]) -> float:
         return penalty(
