@@ -275,7 +275,8 @@ def test_gen_sft_turns_writes_prompt_completion_rows_that_datasets_reads(tmp_pat
     )
     assert r.returncode == 0, r.stderr
     card = json.loads((tmp_path / "bargaining/card.json").read_text())
-    assert card["layout"] == "turns" and card["chats"] == {"test": 2, "train": 10}
+    # 2 ordered pairs and 2 self-pairings (on by default) × 3 episodes × 2 seats = 24 chats
+    assert card["layout"] == "turns" and card["chats"] == {"test": 5, "train": 19}
     ds = load_dataset("json", data_files=str(tmp_path / "bargaining/train.jsonl"))["train"]
     assert ds.num_rows == card["decisions"]["train"]
     game = get_game("bargaining")
