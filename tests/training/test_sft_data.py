@@ -133,6 +133,66 @@ def test_simulated_chats_are_each_seats_dialogue_in_both_seats(tmp_path):
     assert sum(1 for _ in open(tmp_path / "dond/train.jsonl")) == 10
 
 
+def _rows(folder) -> list[dict]:
+    return [json.loads(x) for split in ("train", "test") for x in open(folder / f"{split}.jsonl")]
+
+
+def test_gen_sft_filters_failed_games_and_includes_self_pairings(tmp_path):
+    """On the command line: self-pairings by default, --agreements-only and --min-score keep only
+    the chats of agreements / of seats that scored enough, as the written JSONL shows."""
+
+    def gen_sft(out, *extra):
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "stratagem.cli.main",
+                "gen-sft",
+                "--game",
+                "dond",
+                "--agents",
+                "FairSplit,ValueGreedy,Stubborn",
+                "-n",
+                "4",
+                "-p",
+                "max_turns=6",
+                "--out",
+                str(tmp_path / out),
+                *extra,
+            ],  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert r.returncode == 0, r.stderr
+        return _rows(tmp_path / out / "dond")
+
+    every = gen_sft("all")
+    assert len(every) == 3 * 3 * 4 * 2  # 9 ordered pairs (3 self-pairings) × 4 episodes × 2 seats
+    assert {(r["strategy"], r["opponent"]) for r in every} >= {("Stubborn", "Stubborn")}
+    assert sum(r["strategy"] == r["opponent"] for r in every) == 3 * 4 * 2
+    failed = [r for r in every if not r["agreement"]]
+    assert failed and all(r["score"] == 0 for r in failed)  # Stubborn against itself, at least
+    agreed = gen_sft("agreed", "--agreements-only")
+    assert agreed and all(r["agreement"] for r in agreed)
+    assert len(agreed) == len(every) - len(failed)
+    rich = gen_sft("rich", "--min-score", "6")
+    assert rich and all(r["score"] >= 6 for r in rich)
+    assert len(rich) == sum(r["score"] >= 6 for r in every)
+    apart = gen_sft("apart", "--no-self-play")
+    assert len(apart) == 6 * 4 * 2 and all(r["strategy"] != r["opponent"] for r in apart)
+
+
+def test_the_demonstration_filter_refuses_games_without_agreements():
+    from stratagem.errors import ConfigError
+    from stratagem.training.sft_data import demonstration_filter, simulated_chats
+
+    assert demonstration_filter() is None
+    keep = demonstration_filter(agreements_only=True)
+    with pytest.raises(ConfigError, match="records no agreement"):
+        list(simulated_chats("ipd", ["TitForTat"], 1, keep=keep))
+
+
 BARGAINERS = ["Boulware", "Linear", "Conceder", "TitForTatConcession"]
 
 
@@ -215,7 +275,8 @@ def test_gen_sft_turns_writes_prompt_completion_rows_that_datasets_reads(tmp_pat
     )
     assert r.returncode == 0, r.stderr
     card = json.loads((tmp_path / "bargaining/card.json").read_text())
-    assert card["layout"] == "turns" and card["chats"] == {"test": 2, "train": 10}
+    # 2 ordered pairs and 2 self-pairings (on by default) × 3 episodes × 2 seats = 24 chats
+    assert card["layout"] == "turns" and card["chats"] == {"test": 5, "train": 19}
     ds = load_dataset("json", data_files=str(tmp_path / "bargaining/train.jsonl"))["train"]
     assert ds.num_rows == card["decisions"]["train"]
     game = get_game("bargaining")

@@ -35,7 +35,13 @@ def gen_sft_command(cfg: GenSFTArgs) -> None:
     from stratagem.cli.progress import progress_bar
     from stratagem.games import get_game
     from stratagem.runs import check_out_path
-    from stratagem.training.sft_data import DATASETS, simulated_chats, write_chats, write_dataset
+    from stratagem.training.sft_data import (
+        DATASETS,
+        demonstration_filter,
+        simulated_chats,
+        write_chats,
+        write_dataset,
+    )
 
     check_out_path(cfg.out)
     with progress_bar(console) as progress:
@@ -68,6 +74,8 @@ def gen_sft_command(cfg: GenSFTArgs) -> None:
             params=cfg.params or None,
             demonstrators=cfg.demonstrators,
             options=cfg.llm_options(get_game(cfg.game, **cfg.params)),
+            keep=demonstration_filter(cfg.agreements_only, cfg.min_score),
+            self_pairs=cfg.self_play,
         )
         card = write_chats(
             cfg.game,
@@ -77,8 +85,14 @@ def gen_sft_command(cfg: GenSFTArgs) -> None:
             on_example=lambda n, t=task: progress.advance(t),
             turns=cfg.turns,
         )
-    pairs = max(len(cfg.agents) * (len(cfg.agents) - 1), 1)
+    n = len(cfg.agents)
+    pairs = n * n if cfg.self_play else max(n * (n - 1), 1)
     console.print(f"{pairs * cfg.episodes} episodes of {', '.join(cfg.agents)}")
+    if card.get("outcomes"):
+        o = card["outcomes"]
+        console.print(
+            f"kept chats: mean score {o['mean_score']:.2f}, {o['zero_score_share']:.0%} at 0"
+        )
     _print_card(cfg.game, card, cfg.out)
 
 

@@ -1,36 +1,43 @@
 """Rule-based Deal or No Deal negotiators (SPEC §7): baselines, test opponents and warm-start
-demonstrators, each writing short templated messages and exact proposals.
+demonstrators that act on the objective's λ and on the game's turn cap.
 
-Every negotiator speaks one small language:
+They speak the small language of ``strategies.dond_talk`` (claims, deals, values statements, in
+several wordings drawn with the decision's seeded rng, never the writer's previous message
+verbatim).
 
-- a **claim** ``I ask for (x books, y hats, z balls); you get the rest.`` — the share it wants;
-- a **deal** ``Deal: you get (x books, y hats, z balls) and I get the rest.`` — it accepts the
-  other seat's latest claim;
-- the cooperative negotiator also states its values: ``My values: a book is worth 2, a hat 1, a
-  ball 3.``
+**λ.** Seat i is paid ``R_i + λ·R_j``. A negotiator scores a share ``s`` it would keep by its
+*gain* ``score(own values, s) + λ·v̂_j(rest)``, where ``v̂_j`` are the other seat's values as it
+infers them (``inferred_values``: the values the other last stated, else a flat prior of
+10 / items per unit). Under λ = 1 the gain is the joint value, so a negotiator aiming at its best
+gain proposes the joint-best division it can infer; under λ = −1 it is the margin over the other,
+and a share with a negative gain is worse than no deal (both 0), so no negotiator accepts one; λ = 0
+is in between (its own value only).
 
-Claims are also read, more loosely, from free text (``I want (1 books, 2 hats, 0 balls)``,
-``I'd take 1 book, 2 hats and 0 balls``), so the negotiators answer LLM agents too.
+**Turn cap.** A seat can send ``budget`` messages before the cap (``max_turns``): the turns of its
+parity below it. Its *progress* is its message index over ``budget − 1`` (1 on its last message,
+and on forced proposals), so concession schedules fit any cap: under a 6-turn cap every
+conceding negotiator concedes by its third message.
 
 One protocol (``Negotiator.choose``), in order of precedence:
 
-1. must propose (the other proposed, or the turn limit): propose the complement of the claim it
+1. must propose (the other proposed, or the turn cap): propose the complement of the claim it
    accepted with its last message; else its own last claim when the other's last message
-   accepted it; else the complement of the other's latest claim if acceptable; else its demand;
+   accepted it; else the complement of the other's latest claim if acceptable; else its own last
+   claim (what the other may have just accepted), else its demand;
 2. the other's last message accepted its own last claim: propose that claim;
 3. its own last message accepted a claim the other never proposed on: propose the complement;
 4. the other's last message holds a claim it accepts: answer with a deal;
 5. otherwise: a claim of its current demand.
 
 A strategy is ``demand`` (the share it claims now) and ``accepts`` (whether a share offered to it
-is good enough); both are pure functions of the view, so a negotiator is deterministic — except
-``RandomNegotiator``, which draws from the seeded rng.
+is good enough now); both are pure functions of the view, so a negotiator's moves are
+deterministic and only its wording depends on the seed — except ``RandomNegotiator``, which draws
+its moves from the seeded rng too.
 """
 
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass
 
 from stratagem.agent import Strategy
@@ -42,58 +49,51 @@ from stratagem.games.dond import (
     Turn,
     complement,
     divisions,
-    render_share,
     score,
 )
 from stratagem.pools import Pools
 from stratagem.registry import Registry
+from stratagem.strategies.dond_talk import (
+    CLAIMS,
+    DEALS,
+    claim_in,
+    claim_text,
+    compose,
+    deal_in,
+    deal_text,
+    values_in,
+    values_text,
+    vary,
+)
+
+__all__ = [
+    "HALF",
+    "POOLS",
+    "SFT_MIXTURE",
+    "STRATEGIES",
+    "Cooperative",
+    "FairSplit",
+    "Negotiator",
+    "RandomNegotiator",
+    "Stubborn",
+    "ValueGreedy",
+    "best_type",
+    "budget",
+    "claim_in",
+    "claim_text",
+    "deal_in",
+    "deal_text",
+    "gain",
+    "inferred_values",
+    "progress",
+    "valued",
+    "values_in",
+    "values_text",
+]
 
 STRATEGIES: Registry[type[Strategy]] = Registry("dond strategy")
 HALF = 5  # half of the pool's value to a seat (10 in all)
-
-_SHARE = r"\(?\s*(\d+)\s*books?\s*,\s*(\d+)\s*hats?\s*,?\s*(?:and\s+)?(\d+)\s*balls?\s*\)?"
-_CLAIM = re.compile(
-    r"\bI(?:'d|\s+would)?\s+(?:ask\s+for|want|take|get|keep|like|propose\s+to\s+keep)\s*" + _SHARE,
-    re.I,
-)
-_DEAL = re.compile(r"\bdeal\b[:,!.]?\s+you\s+get\s*" + _SHARE, re.I)
-_VALUES = re.compile(r"my values: a book is worth (\d+), a hat (\d+),? (?:and )?a ball (\d+)", re.I)
-
-
-def claim_text(share: Items) -> str:
-    """Returns the claim message for ``share``."""
-    return f"I ask for {render_share(share)}; you get the rest."
-
-
-def deal_text(their_share: Items) -> str:
-    """Returns the message accepting the other seat's claim ``their_share``."""
-    return f"Deal: you get {render_share(their_share)} and I get the rest."
-
-
-def values_text(values: Items) -> str:
-    """Returns the statement of one's own values."""
-    return f"My values: a book is worth {values[0]}, a hat {values[1]}, a ball {values[2]}."
-
-
-def _share(match: re.Match[str] | None) -> Items | None:
-    if match is None:
-        return None
-    return (int(match.group(1)), int(match.group(2)), int(match.group(3)))
-
-
-def claim_in(message: str) -> Items | None:
-    """Returns the share a message claims for its writer (the last claim in it), or None."""
-    return _share(next(reversed(list(_CLAIM.finditer(message))), None))
-
-
-def deal_in(message: str) -> Items | None:
-    """Returns the share a deal message grants its reader, or None."""
-    return _share(_DEAL.search(message))
-
-
-def values_in(message: str) -> Items | None:
-    """Returns the values a message states for its writer, or None."""
-    return _share(_VALUES.search(message))
+_EPS = 1e-9
 
 
 def _last(messages: list[str]) -> str | None:
@@ -133,6 +133,79 @@ def they_accepted(view: DondView) -> Items | None:
     return mine if deal_in(last) == mine else None
 
 
+def inferred_values(view: DondView) -> tuple[float, float, float]:
+    """The other seat's values as a negotiator infers them: the values its latest statement
+    gives; else, when it claimed some items, its 10 points spread evenly over the units of its
+    latest claim (it asks for what it values); else a flat prior (10 / the number of items per
+    unit)."""
+    claim = None
+    for message in reversed(view.their_messages()):
+        stated = values_in(message)
+        if stated is not None:
+            return (float(stated[0]), float(stated[1]), float(stated[2]))
+        claim = claim or _fits(view, claim_in(message))
+    if claim is not None and sum(claim) > 0:
+        per = 10 / sum(claim)
+        return (per if claim[0] else 0.0, per if claim[1] else 0.0, per if claim[2] else 0.0)
+    flat = 10 / sum(view.counts)
+    return (flat, flat, flat)
+
+
+def their_value(view: DondView, share: Items) -> float:
+    """The inferred value to the other seat of what is left when this seat keeps ``share``."""
+    rest = complement(view.counts, share)
+    return sum(v * n for v, n in zip(inferred_values(view), rest, strict=True))
+
+
+def gain(view: DondView, share: Items) -> float:
+    """This seat's objective if it keeps ``share``, as it can infer it: own value plus λ times the
+    other's inferred value of the rest (module docstring); no deal gains 0."""
+    return score(view.values, share) + view.lam * their_value(view, share)
+
+
+def budget(view: DondView) -> int:
+    """The messages this seat can send before the turn cap: the turns of its parity below it."""
+    return (view.max_turns + 1) // 2 if view.first else view.max_turns // 2
+
+
+def progress(view: DondView) -> float:
+    """How far this seat is through its message budget: its message index over ``budget − 1``,
+    at most 1 (1 on its last message, on forced proposals, and when it has one message)."""
+    room = budget(view) - 1
+    return 1.0 if room <= 0 else min(len(view.my_messages()) / room, 1.0)
+
+
+def _key_best(view: DondView, share: Items) -> tuple:
+    # highest gain; ties: most left to the other, fewer items, smallest (books, hats, balls)
+    return (-round(gain(view, share), 9), -round(their_value(view, share), 9), sum(share), share)
+
+
+def best_for_me(view: DondView) -> Items:
+    """The share of highest gain (ties: most inferred value left to the other, fewer items,
+    smallest): under λ = 0 every unit it values, under λ = 1 the joint-best division it infers,
+    under λ = −1 everything."""
+    return min(divisions(view.counts), key=lambda s: _key_best(view, s))
+
+
+def valued(view: DondView) -> Items:
+    """Every unit of every item type the seat values (worth 10 to it)."""
+    return tuple(n if v > 0 else 0 for n, v in zip(view.counts, view.values, strict=True))  # type: ignore[return-value]
+
+
+def best_type(view: DondView) -> int:
+    """The item type with the highest value per unit (ties: higher total value, then books,
+    hats, balls order)."""
+    return max(range(3), key=lambda i: (view.values[i], view.values[i] * view.counts[i], -i))
+
+
+def _lam_lines(view: DondView) -> tuple[str, ...]:
+    if view.lam > 0.3:
+        return ("", "We both gain from a good deal.", "A deal that is good for both of us is best.")
+    if view.lam < -0.3:
+        return ("", "Your gain is my loss here.", "I need the better side of this.")
+    return ("",)
+
+
 class Negotiator(Strategy):
     """The shared protocol (module docstring); subclasses define ``demand`` and ``accepts``."""
 
@@ -144,9 +217,9 @@ class Negotiator(Strategy):
         """Returns whether receiving ``share`` is good enough now."""
         raise NotImplementedError
 
-    def preamble(self, view: DondView) -> str:
-        """Returns what a claim message says before the claim (empty by default)."""
-        return ""
+    def preambles(self, view: DondView) -> tuple[str, ...]:
+        """Returns what a claim message may say before the claim (empty: nothing)."""
+        return ("",)
 
     def choose(self, view: DondView, rng: random.Random) -> Turn:
         """Returns the turn the protocol of the module docstring prescribes."""
@@ -162,151 +235,184 @@ class Negotiator(Strategy):
                 return Propose(confirmed)
             if acceptable:
                 return Propose(complement(counts, theirs))  # type: ignore[arg-type]
-            return Propose(self.demand(view))
+            return Propose(_fits(view, my_claim(view)) or self.demand(view))
         if confirmed is not None:
             return Propose(confirmed)
         if dealt is not None:
             return Propose(complement(counts, dealt))
+        last = _last(view.my_messages())
         if acceptable:
-            return Say(deal_text(theirs))  # type: ignore[arg-type]
-        return Say(" ".join(x for x in (self.preamble(view), claim_text(self.demand(view))) if x))
-
-
-def valued(view: DondView) -> Items:
-    """Every unit of every item type the seat values (worth 10 to it)."""
-    return tuple(n if v > 0 else 0 for n, v in zip(view.counts, view.values, strict=True))  # type: ignore[return-value]
-
-
-def best_type(view: DondView) -> int:
-    """The item type with the highest value per unit (ties: higher total value, then books,
-    hats, balls order)."""
-    return max(range(3), key=lambda i: (view.values[i], view.values[i] * view.counts[i], -i))
+            return Say(vary([deal_text(theirs, i) for i in range(len(DEALS))], last, rng))  # type: ignore[arg-type]
+        share = self.demand(view)
+        bodies = [claim_text(share, i) for i in range(len(CLAIMS))]
+        lines = compose(self.preambles(view), _lam_lines(view))
+        return Say(vary(compose(lines, bodies), last, rng))
 
 
 @STRATEGIES
 @dataclass(frozen=True)
 class ValueGreedy(Negotiator):
-    """Claims every unit of every type it values (worth 10 to it) in its first ``k`` messages,
-    accepting nothing. From its ``k``-th message on it concedes the rest: it claims only all units
-    of its best type (``best_type``) and accepts any offer worth at least that much to it."""
+    """A hard-liner with a deadline. Until its concession message — its ``k``-th, or its last
+    before the turn cap if that comes sooner (``min(k, budget − 1)``, 0-based) — it claims the
+    share of highest gain (``best_for_me``: under λ = 0 every unit it values, under λ = 1 the
+    joint-best division it infers, under λ = −1 everything) and accepts nothing. From then on it
+    claims its concession share — the share of highest gain among those leaving the other at
+    least the inferred value that all units of its best type (``best_type``) leave — and accepts
+    any share whose gain is at least that share's and not below no deal (0)."""
 
     k: int = 4
 
     def _conceding(self, view: DondView) -> bool:
-        return len(view.my_messages()) >= self.k
+        return len(view.my_messages()) >= min(self.k, budget(view) - 1)
+
+    def _concession(self, view: DondView) -> Items:
+        best = best_type(view)
+        core: Items = tuple(n if i == best else 0 for i, n in enumerate(view.counts))  # type: ignore[assignment]
+        floor = their_value(view, core) - _EPS
+        options = [s for s in divisions(view.counts) if their_value(view, s) >= floor]
+        return min(options, key=lambda s: _key_best(view, s))
 
     def demand(self, view: DondView) -> Items:
-        """Everything it values, or after ``k`` messages all units of its best type."""
-        if not self._conceding(view):
-            return valued(view)
-        best = best_type(view)
-        return tuple(n if i == best else 0 for i, n in enumerate(view.counts))  # type: ignore[return-value]
+        """Its share of highest gain, or from its concession message on its concession share."""
+        return self._concession(view) if self._conceding(view) else best_for_me(view)
 
     def accepts(self, view: DondView, share: Items) -> bool:
-        """After ``k`` messages: any share worth at least its best type; before: none."""
+        """From its concession message on: a share of gain at least its concession share's and
+        at least 0; before: none."""
         if not self._conceding(view):
             return False
-        return score(view.values, share) >= score(view.values, self.demand(view))
+        g = gain(view, share)
+        return g >= -_EPS and g >= gain(view, self._concession(view)) - _EPS
+
+    def preambles(self, view: DondView) -> tuple[str, ...]:
+        """A firm opening, or a word on giving ground once conceding."""
+        if self._conceding(view):
+            return (
+                "I can give some ground.",
+                "Let me meet you partway.",
+                "I will settle for less.",
+            )
+        return ("", "These are the items I care about.")
 
 
 @STRATEGIES
 @dataclass(frozen=True)
 class FairSplit(Negotiator):
-    """Claims the share whose value to itself is closest to half (5), ties broken by keeping
-    fewer items, then by the smallest (books, hats, balls); accepts any share worth at least
-    ``5 − slack`` to it."""
+    """Aims at an even split of its own value. Under λ ≤ 0 it claims the share whose value to
+    itself is closest to half (5), ties broken by keeping fewer items, then by the smallest
+    (books, hats, balls); under λ > 0, among the shares within ``slack`` of half (or the closest
+    ones), the one leaving the most joint value it infers (own value plus the other's inferred
+    value of the rest), then the same ties. It accepts a share worth at least ``5 − allowance``
+    to it whose gain is not below no deal, where ``allowance = slack·(1 + λ)`` (λ = −1: exactly
+    half; λ = 1: twice the slack), one more on its last message and forced proposals when
+    λ ≥ 0."""
 
     slack: int = 1
 
     def demand(self, view: DondView) -> Items:
-        """The share worth closest to 5 to itself (ties: fewer items, then smallest)."""
+        """The share worth closest to 5 to itself (λ > 0: the jointly best of the near ones)."""
+        shares = list(divisions(view.counts))
+
+        def gap(s: Items) -> float:
+            return abs(score(view.values, s) - HALF)
+
+        if view.lam <= 0:
+            return min(shares, key=lambda s: (gap(s), sum(s), s))
+        near = max(self.slack, min(gap(s) for s in shares))
+        joint = [s for s in shares if gap(s) <= near]
         return min(
-            divisions(view.counts),
-            key=lambda s: (abs(score(view.values, s) - HALF), sum(s), s),
+            joint,
+            key=lambda s: (
+                -round(score(view.values, s) + their_value(view, s), 9),
+                gap(s),
+                sum(s),
+                s,
+            ),
         )
 
     def accepts(self, view: DondView, share: Items) -> bool:
-        """Whether ``share`` is worth at least ``5 − slack`` to it."""
-        return score(view.values, share) >= HALF - self.slack
+        """Whether ``share`` is worth at least ``5 − allowance`` to it and gains at least 0."""
+        allowance = self.slack * (1 + view.lam)
+        if view.lam >= 0 and progress(view) >= 1:
+            allowance += 1
+        return score(view.values, share) >= HALF - allowance - _EPS and gain(view, share) >= -_EPS
 
-    def preamble(self, view: DondView) -> str:
+    def preambles(self, view: DondView) -> tuple[str, ...]:
         """A word on fairness."""
-        return "Let us split this fairly."
-
-
-def inferred_values(view: DondView) -> tuple[float, float, float]:
-    """The other seat's values as the cooperative negotiator infers them: the values its latest
-    statement gives, else a flat prior (every unit worth 10 / the number of items)."""
-    for message in reversed(view.their_messages()):
-        stated = values_in(message)
-        if stated is not None:
-            return (float(stated[0]), float(stated[1]), float(stated[2]))
-    flat = 10 / sum(view.counts)
-    return (flat, flat, flat)
+        return (
+            "Let us split this fairly.",
+            "A fair split works best for both of us.",
+            "Half each seems right to me.",
+        )
 
 
 @STRATEGIES
 @dataclass(frozen=True)
 class Cooperative(Negotiator):
-    """States its values in every claim and claims the welfare-maximising division it can infer:
-    the share maximising its own value plus the other's inferred value of the rest
-    (``inferred_values``), ties broken by the smallest gap between the two, then by keeping
-    fewer items, then by the smallest (books, hats, balls). Accepts exactly the shares whose
-    division is welfare-maximising under the same inference."""
+    """States its values in every claim and claims the division of highest weighted welfare it
+    can infer: its own value plus ``ω = min(1, 1 + λ)`` times the other's inferred value of the
+    rest (λ ≥ 0: the joint-best division; λ = −1: its own value only), ties broken by the
+    smallest gap between the two, then by keeping fewer items, then by the smallest (books, hats,
+    balls). It accepts the shares whose division has the highest weighted welfare under the same
+    inference (within 1 on its last message and forced proposals, when λ ≥ 0) and whose gain is
+    not below no deal."""
+
+    def _weight(self, view: DondView) -> float:
+        return min(1.0, 1.0 + view.lam)
 
     def _welfare(self, view: DondView, share: Items) -> float:
-        theirs = inferred_values(view)
-        rest = complement(view.counts, share)
-        return score(view.values, share) + sum(v * n for v, n in zip(theirs, rest, strict=True))
+        return score(view.values, share) + self._weight(view) * their_value(view, share)
 
     def demand(self, view: DondView) -> Items:
-        """The welfare-maximising share (ties: smallest gap, fewer items, smallest)."""
-        theirs = inferred_values(view)
+        """The share of highest weighted welfare (ties: smallest gap, fewer items, smallest)."""
+        w = self._weight(view)
 
         def key(s: Items) -> tuple:
-            mine = score(view.values, s)
-            other = sum(v * n for v, n in zip(theirs, complement(view.counts, s), strict=True))
+            mine, other = score(view.values, s), w * their_value(view, s)
             return (-round(mine + other, 9), round(abs(mine - other), 9), sum(s), s)
 
         return min(divisions(view.counts), key=key)
 
     def accepts(self, view: DondView, share: Items) -> bool:
-        """Whether the division giving it ``share`` has the highest inferred welfare."""
+        """Whether the division giving it ``share`` has the highest inferred weighted welfare
+        (within 1 at the deadline when λ ≥ 0) and ``share`` gains at least 0."""
         best = self._welfare(view, self.demand(view))
-        return self._welfare(view, share) >= best - 1e-9
+        tolerance = 1.0 if view.lam >= 0 and progress(view) >= 1 else 0.0
+        return self._welfare(view, share) >= best - tolerance - _EPS and gain(view, share) >= -_EPS
 
-    def preamble(self, view: DondView) -> str:
-        """Its values, stated openly."""
-        return values_text(view.values)
+    def preambles(self, view: DondView) -> tuple[str, ...]:
+        """Its values, stated openly, in one of several wordings."""
+        return tuple(values_text(view.values, i) for i in range(3))
 
 
 @STRATEGIES
 @dataclass(frozen=True)
 class Stubborn(Negotiator):
-    """Claims every unit of every type it values (worth 10 to it), in every message, and never
-    accepts a claim; it proposes that claim whenever it proposes."""
+    """Claims its share of highest gain (``best_for_me``: under λ = 0 every unit it values, under
+    λ = 1 the joint-best division it infers, under λ = −1 everything) in every message, never
+    accepts a claim, and proposes its last claim whenever it proposes."""
 
     def demand(self, view: DondView) -> Items:
-        """Everything it values."""
-        return valued(view)
+        """Its share of highest gain."""
+        return best_for_me(view)
 
     def accepts(self, view: DondView, share: Items) -> bool:
         """Never."""
         return False
 
-    def preamble(self, view: DondView) -> str:
+    def preambles(self, view: DondView) -> tuple[str, ...]:
         """A word of warning."""
-        return "I will not move on this."
+        return ("I will not move on this.", "This is my final word.", "I am not changing my mind.")
 
 
 @STRATEGIES
 class RandomNegotiator(Strategy):
-    """Plays uniformly random turns, ignoring its values: a random share when a proposal is due;
-    otherwise (once a message was sent) a random share with probability 1/4, else a message
+    """Plays uniformly random turns, ignoring its values and λ: a random share when a proposal is
+    due; otherwise (once a message was sent) a random share with probability 1/4, else a message
     drawn uniformly from a random claim, a random deal and three fixed lines."""
 
     def choose(self, view: DondView, rng: random.Random) -> Turn:
-        """Returns a random valid turn (module docstring)."""
+        """Returns a random valid turn (class docstring)."""
         share: Items = tuple(rng.randint(0, n) for n in view.counts)  # type: ignore[assignment]
         if view.must_propose or (view.discussed and rng.random() < 0.25):
             return Propose(share)

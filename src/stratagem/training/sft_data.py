@@ -85,6 +85,13 @@ class GenSFTArgs(LLMSettings):
     turns: bool = False
     """One row per assistant turn (prompt = the earlier turns; completion = the turn) in TRL's
     prompt/completion format, instead of one chat per seat."""
+    self_play: bool = True
+    """With --game: each agent also plays itself (both seats), besides every other agent."""
+    agreements_only: bool = False
+    """With --game: keep only the chats of episodes that ended in an agreement (a round's
+    `agreement` or `deal`); games that record neither are refused."""
+    min_score: float | None = None
+    """With --game: keep only the chats whose seat scored at least this (its episode payoff)."""
 
 
 def strip_think(text: str) -> str:
@@ -103,20 +110,28 @@ class Chat:
     opponent: str
     actions: tuple[str, ...]  # the demonstrator's actions, one per assistant turn
     messages: list[dict[str, str]]
+    score: float | None = None  # the seat's episode payoff, when the chat comes from a trace
+    agreement: bool | None = None  # whether the episode ended in an agreement, when recorded
 
     @property
     def decisions(self) -> int:
         """The chat's assistant turns."""
         return len(self.actions)
 
+    def outcome(self) -> dict:
+        """``score`` and ``agreement``, those that are known (rows carry them)."""
+        known = {"score": self.score, "agreement": self.agreement}
+        return {k: v for k, v in known.items() if v is not None}
+
     def row(self) -> dict:
-        """The JSONL row: ``messages`` plus what the card counts."""
+        """The JSONL row: ``messages`` plus what the card counts (and the outcome, if known)."""
         return {
             "messages": self.messages,
             "game": self.game,
             "strategy": self.strategy,
             "opponent": self.opponent,
             "actions": list(self.actions),
+            **self.outcome(),
         }
 
     def turn_rows(self) -> list[dict]:
@@ -139,6 +154,7 @@ class Chat:
                     "opponent": self.opponent,
                     "action": self.actions[k],
                     "turn": k,
+                    **self.outcome(),
                 }
             )
             context.append({"role": "assistant", "content": strip_think(message["content"])})
@@ -204,6 +220,43 @@ def _label(token: str) -> str:
     return token if len(token) <= 24 else token[:24] + "…"
 
 
+def agreement_of(trace: Trace) -> bool | None:
+    """Whether the episode ended in an agreement, as its last round records it (``agreement``,
+    or ``deal`` for trades); None when the game records neither."""
+    if not trace.rounds:
+        return None
+    info = trace.rounds[-1].info or {}
+    for key in ("agreement", "deal"):
+        if isinstance(info.get(key), bool):
+            return info[key]
+    return None
+
+
+def demonstration_filter(
+    agreements_only: bool = False, min_score: float | None = None
+) -> Callable[[Trace, int], bool] | None:
+    """The ``keep(trace, seat)`` of ``simulated_chats`` that keeps a seat's chat only when its
+    episode ended in an agreement (``agreements_only``) and the seat scored at least
+    ``min_score``; None (keep every chat) when neither is asked.
+
+    The returned filter raises ``ConfigError`` on a trace whose game records no agreement when
+    ``agreements_only`` is set.
+    """
+    if not agreements_only and min_score is None:
+        return None
+
+    def keep(trace: Trace, seat: int) -> bool:
+        if agreements_only:
+            agreed = agreement_of(trace)
+            if agreed is None:
+                raise ConfigError(f"{trace.game} records no agreement: drop --agreements-only")
+            if not agreed:
+                return False
+        return min_score is None or trace.totals()[seat] >= min_score
+
+    return keep
+
+
 def simulated_chats(
     game_name: str,
     agents: Sequence[str],
@@ -214,6 +267,7 @@ def simulated_chats(
     demonstrators: Sequence[str] | None = None,
     options: Any = None,
     keep: Callable[[Trace, int], bool] | None = None,
+    self_pairs: bool = False,
 ) -> Iterator[Chat]:
     """Chats from ``episodes`` episodes per ordered pair of ``agents`` (agent specs as ``eval``
     takes them: strategy names, ``hf``, ``openai:MODEL``), each pair in both seats, played
@@ -222,8 +276,10 @@ def simulated_chats(
 
     Every seat whose agent is in ``demonstrators`` (default: all) becomes one chat: the rules
     it was shown, then its user / assistant turns as it held them (corrections included).
-    ``keep(trace, seat)`` filters them (e.g. on the seat's score); episodes that failed are
-    skipped. ``options`` are the ``LLMOptions`` of LLM agents.
+    ``keep(trace, seat)`` filters them (e.g. ``demonstration_filter``: agreements, a minimum
+    score); episodes that failed are skipped. ``self_pairs``: each agent also plays itself (a
+    single agent always does). Each chat records its seat's score and, where the game records
+    it, whether the episode agreed. ``options`` are the ``LLMOptions`` of LLM agents.
     """
     from stratagem.agents.spec import make_agent
 
@@ -234,7 +290,7 @@ def simulated_chats(
     plays = []
     for i, a in enumerate(agents):
         for j, b in enumerate(agents):
-            if i != j or len(agents) == 1:
+            if i != j or self_pairs or len(agents) == 1:
                 for k in range(episodes):
                     eid = f"{a}-{b}-{k}"
                     plays.append(
@@ -259,7 +315,16 @@ def simulated_chats(
                 continue
             actions = tuple(d.action for d in trace.decisions if d.seat == seat)
             messages = [{"role": "system", "content": episode.rules(seat) or ""}, *turns]
-            yield Chat(game_name, names[seat], names[1 - seat], actions, messages)
+            score = trace.totals()[seat]
+            yield Chat(
+                game_name,
+                names[seat],
+                names[1 - seat],
+                actions,
+                messages,
+                score=score,
+                agreement=agreement_of(trace),
+            )
 
 
 def write_chats(
@@ -333,7 +398,7 @@ def _card(name: str, seed: int, splits: dict[str, list[Chat]], turns: bool = Fal
                 counts[label] += 1
         return dict(sorted(counts.items()))
 
-    return {
+    card = {
         "name": name,
         "seed": seed,
         "layout": "turns" if turns else "chats",
@@ -349,6 +414,15 @@ def _card(name: str, seed: int, splits: dict[str, list[Chat]], turns: bool = Fal
             "max": max(lengths),
         },
     }
+    scores = [c.score for c in every if c.score is not None]
+    agreed = [c.agreement for c in every if c.agreement is not None]
+    if scores:  # chats from traces: what a filter on outcomes would see
+        card["outcomes"] = {
+            "mean_score": statistics.fmean(scores),
+            "zero_score_share": sum(x == 0 for x in scores) / len(scores),
+            "agreement_share": sum(agreed) / len(agreed) if agreed else None,
+        }
+    return card
 
 
 def _card_markdown(card: dict) -> str:
@@ -375,6 +449,14 @@ def _card_markdown(card: dict) -> str:
         f"- assistant length (characters): median {card['assistant_chars']['median']}, "
         f"mean {card['assistant_chars']['mean']:.1f}, max {card['assistant_chars']['max']}",
     ]
+    outcomes = card.get("outcomes")
+    if outcomes:
+        agreed = outcomes["agreement_share"]
+        lines.append(
+            f"- outcomes: mean score {outcomes['mean_score']:.2f}, "
+            f"{outcomes['zero_score_share']:.0%} of chats scored 0"
+            + ("" if agreed is None else f", {agreed:.0%} from agreements")
+        )
     for title, key in (
         ("game / strategy", "per_strategy"),
         ("game / opponent", "per_opponent"),

@@ -1,0 +1,109 @@
+"""What the rule-based Deal or No Deal negotiators say, and how they read each other (SPEC §7).
+
+Every negotiator speaks one small language, in several wordings:
+
+- a **claim** — the share its writer wants, e.g. ``I ask for (x books, y hats, z balls); you get
+  the rest.`` or ``I want (…); the rest is yours.``;
+- a **deal** — it accepts the other seat's latest claim, e.g. ``Deal: you get (…) and I get the
+  rest.``;
+- a **values statement** — e.g. ``My values: a book is worth 2, a hat 1, a ball 3.``
+
+Every wording of a claim, a deal or a values statement is read back by ``claim_in``, ``deal_in``
+and ``values_in``; claims are also read, more loosely, from free text (``I want (1 books, 2 hats,
+0 balls)``, ``I'd take 1 book, 2 hats and 0 balls``), so the negotiators answer LLM agents too.
+
+Wording is drawn with the decision's seeded rng (deterministic per seed) among the candidate
+messages that differ from the writer's previous message, so no negotiator repeats its last
+message verbatim.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+
+from stratagem.games.dond import Items, render_share
+
+_SHARE = r"\(?\s*(\d+)\s*books?\s*,\s*(\d+)\s*hats?\s*,?\s*(?:and\s+)?(\d+)\s*balls?\s*\)?"
+_CLAIM = re.compile(
+    r"\bI(?:'d|\s+would)?\s+(?:ask\s+for|want|take|get|keep|like|propose\s+to\s+keep)\s*" + _SHARE,
+    re.I,
+)
+_DEAL = re.compile(r"\bdeal\b[:,!.]?\s+you\s+get\s*" + _SHARE, re.I)
+_VALUES = re.compile(
+    r"(?:my values:|to me,?)\s*a book is worth (\d+), a hat (\d+),? (?:and )?a ball (\d+)", re.I
+)
+
+# {s}: a rendered share; every wording must stay readable by the patterns above (tested)
+CLAIMS = (
+    "I ask for {s}; you get the rest.",
+    "I want {s}; the rest is yours.",
+    "How about this: I take {s} and you keep everything else.",
+    "My offer: I keep {s}, you get the rest.",
+    "I would like {s}, and you take the rest.",
+)
+DEALS = (
+    "Deal: you get {s} and I get the rest.",
+    "Agreed. Deal, you get {s}; I keep the rest.",
+    "That works for me. Deal! You get {s} and I take the rest.",
+    "Fine by me. Deal. You get {s}, the remainder is mine.",
+)
+VALUES = (
+    "My values: a book is worth {0}, a hat {1}, a ball {2}.",
+    "To be open, to me a book is worth {0}, a hat {1} and a ball {2}.",
+    "My values: a book is worth {0}, a hat {1} and a ball {2}. What are yours?",
+)
+
+
+def claim_text(share: Items, wording: int = 0) -> str:
+    """Returns the claim message for ``share`` in wording ``wording`` (0: the plain one)."""
+    return CLAIMS[wording % len(CLAIMS)].format(s=render_share(share))
+
+
+def deal_text(their_share: Items, wording: int = 0) -> str:
+    """Returns the message accepting the other seat's claim ``their_share``."""
+    return DEALS[wording % len(DEALS)].format(s=render_share(their_share))
+
+
+def values_text(values: Items, wording: int = 0) -> str:
+    """Returns the statement of one's own values."""
+    return VALUES[wording % len(VALUES)].format(*values)
+
+
+def _share(match: re.Match[str] | None) -> Items | None:
+    if match is None:
+        return None
+    return (int(match.group(1)), int(match.group(2)), int(match.group(3)))
+
+
+def claim_in(message: str) -> Items | None:
+    """Returns the share a message claims for its writer (the last claim in it), or None."""
+    return _share(next(reversed(list(_CLAIM.finditer(message))), None))
+
+
+def deal_in(message: str) -> Items | None:
+    """Returns the share a deal message grants its reader, or None."""
+    return _share(_DEAL.search(message))
+
+
+def values_in(message: str) -> Items | None:
+    """Returns the values a message states for its writer, or None."""
+    return _share(_VALUES.search(message))
+
+
+def vary(candidates: Sequence[str], last: str | None, rng: random.Random) -> str:
+    """Returns one of ``candidates`` drawn with ``rng``, never ``last`` while another exists.
+
+    Raises:
+        ValueError: ``candidates`` is empty.
+    """
+    if not candidates:
+        raise ValueError("no message to choose from")
+    fresh = [c for c in dict.fromkeys(candidates) if c != last]
+    return rng.choice(fresh or list(candidates))
+
+
+def compose(preambles: Sequence[str], bodies: Sequence[str]) -> list[str]:
+    """Every message a preamble (possibly empty) followed by a body makes."""
+    return [" ".join(x for x in (p, b) if x) for p in preambles for b in bodies]
