@@ -175,3 +175,19 @@ def test_tournament_cli_refuses_a_nan_listing_in_one_line(tmp_path):
     assert "nan.json: listing 3 ('Bike 3'): price nan is not finite" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "run" / "traces.jsonl").exists()
+
+
+def test_each_side_is_told_when_it_plays_its_last_turn():
+    from stratagem.games.bargaining.prompts import state_lines
+
+    game = Bargaining([ITEM], max_rounds=4)
+    state = game.from_scenario(Scenario(0, ITEM, 80.0, 120.0, "GFT"), seed=1)
+    texts = []
+    for price in (140.0, 90.0, 130.0):
+        view = state.view(state.turn_seat)
+        texts.append(" ".join(state_lines(view, state.turn_seat)))
+        state.apply({state.turn_seat: Turn((Call("make_offer", (("price", price),)),))})
+    texts.append(" ".join(state_lines(state.view(state.turn_seat), state.turn_seat)))
+    assert "last" not in texts[0] and "last" not in texts[1]
+    assert "This is your last turn: the buyer has the final round." in texts[2]  # the seller
+    assert "This is the last round." in texts[3]  # the buyer
