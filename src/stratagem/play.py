@@ -37,8 +37,10 @@ def play(
     Episodes whose id is in ``skip`` are not played (resume). A decision that carries an
     ``error`` (the backend gave up on it) ends its episode as an ``error``/``timeout`` trace. With
     ``on_error="record"`` an agent that raises ends the episodes of its batch the same way, except
-    for ``StratagemError``s, which always stop the run. ``on_episode`` sees each finished
-    ``Episode`` (its chats) before its trace is yielded.
+    for ``StratagemError``s, which always stop the run; a ``GameError`` raised by one episode's
+    own state (a scenario its engine cannot play) ends that episode alone as an ``error`` trace
+    with the reason. ``on_episode`` sees each finished ``Episode`` (its chats) before its trace
+    is yielded.
     """
     skip = set(skip)
     pending = (spec for spec in episodes if spec.episode_id not in skip)
@@ -79,7 +81,12 @@ def _tick(live: list[_Live], on_error: str) -> None:
         _dispatch(agent, items, on_error)
     for episode, _ in live:
         if episode.ready:
-            episode.step()
+            try:
+                episode.step()
+            except GameError as exc:
+                if on_error == "raise":
+                    raise
+                episode.fail(f"GameError: {exc}")  # one broken episode, not a broken run
 
 
 def _dispatch(agent: Agent, items: list[tuple[Episode, Observation]], on_error: str) -> None:

@@ -219,7 +219,11 @@ class RunFolder:
     def __enter__(self) -> RunFolder:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        if isinstance(exc, Exception) and self._manifest.get("status") == "started":
+            # a run stopped by an error says so instead of staying "started" for ever
+            with contextlib.suppress(StratagemError, OSError):
+                self.finish("error", error=f"{type(exc).__name__}: {exc}")
         self.close()
 
     def _acquire(self) -> int:

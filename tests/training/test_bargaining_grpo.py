@@ -460,7 +460,6 @@ def test_the_command_takes_every_field_as_an_option_and_refuses_bad_values_in_on
     import subprocess
     import sys
 
-
     docs = field_docs(BargainingArgs)
     names = [f.name for f in dataclasses.fields(BargainingArgs)]
     assert set(docs) == set(names) and all(docs.values())
@@ -481,3 +480,49 @@ def test_the_command_takes_every_field_as_an_option_and_refuses_bad_values_in_on
         assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_the_step_log_leaves_overflowed_rollouts_out_of_the_reward_means():
+    overflow = Decision(br.QUIT, status="fallback", info={"overflow": True})
+    kept = negotiate(
+        0,
+        [
+            sampled(code("make_offer(price=190)"), [1, 2, 3], 4, -1.0),
+            sampled(code("respond_to_offer(response=True)"), [1, 2, 3, 10, 5], 2, -0.5),
+        ],
+        [offer(150.0)],
+    )
+    cut = negotiate(
+        0, [sampled(code("make_offer(price=190)"), [1, 2, 3], 3, -2.0), overflow], [offer(150.0)]
+    )
+    group = bg.Group(0, 0, [kept, cut], [reward(kept, 0), reward(cut, 0)])
+    summary = bg.step_summary([group])
+    assert summary["reward"] == pytest.approx(3.5)  # the kept rollout's, not (3.5 + 0) / 2
+    assert summary["format"] == 1.0 and summary["deal_rate"] == 1.0
+    assert summary["overflowed"] == 1.0 and summary["overflow_rate"] == 0.5
+
+
+def test_the_score_label_says_what_it_computes():
+    head = report.stage_table([("SFT", {"score": {"value": 0.25, "stderr": 0.05, "n": 8}})])
+    assert "valid-deal rate" in head.splitlines()[0]
+    assert "*valid*-deal rate" in (bg.__doc__ or "")
+
+
+def test_train_bargaining_takes_catalog_files(tmp_path):
+    import json
+
+    good = tmp_path / "listings.json"
+    good.write_text(
+        json.dumps(
+            [{"title": f"Chair {i}", "category": "furniture", "price": 40 + i} for i in range(30)]
+        )
+    )
+    args = BargainingArgs(catalog=[good])
+    args.check()
+    assert all(i.title.startswith("Chair") for i in bg.training_game(args).items)
+    assert all(i.title.startswith("Chair") for i in bg.evaluation_game(args).items)
+    assert "catalog" in BargainingArgs().fingerprint()
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"title": "Lamp", "price": NaN}]')
+    with pytest.raises(ConfigError, match=r"bad.json: listing 0 \('Lamp'\)"):
+        BargainingArgs(catalog=[bad]).check()

@@ -83,6 +83,12 @@ def tournament_command(cfg: TournamentConfig) -> None:
         )
     print_tournament(console, the_game, result)
     console.print(f"{result.episodes} episodes · errors: {result.errors} · run folder: {folder}")
+    if result.errors:
+        attempted = result.episodes + result.errors
+        console.print(
+            f"coverage: {result.episodes} of {attempted} episodes complete; {result.errors} "
+            "ended in error (reasons in traces.jsonl; rerun the command to retry them)"
+        )
 
 
 def _params(cfg: TournamentConfig) -> dict:

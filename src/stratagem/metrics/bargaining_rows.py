@@ -15,7 +15,8 @@ averages the rows into tables. Definitions (seed 004; SPEC §8 where the paper l
   seller's latest offer when the buyer first bids; reservation ratio: (v_b − first bid) / v_b;
 - concession rate (valid deals only): the mean over consecutive own offers of the fraction of the
   remaining room to one's reservation value given up — seller (p₍ₖ₋₁₎ − pₖ)/(p₍ₖ₋₁₎ − v_s), buyer
-  (bₖ − b₍ₖ₋₁₎)/(v_b − b₍ₖ₋₁₎);
+  (bₖ − b₍ₖ₋₁₎)/(v_b − b₍ₖ₋₁₎); ``concession_all`` is the same over every negotiation (NGFT has
+  no deal valid for both sides, so the valid-deal rate is empty there by construction);
 - temporal patience (``rounds``): the round in which the negotiation ended (a round is a turn);
 - consistency: the mean of two checks (seed 004 Table 8): ``consistent_accept`` — no acceptance
   worse for oneself than an offer one already refused; ``consistent_offers`` — no proposal worse
@@ -122,6 +123,7 @@ def _rows(t: Trace) -> list[dict]:
                 "concession": concession(own, values[seat], role)
                 if deal and min(utilities) >= 0
                 else NAN,
+                "concession_all": concession(own, values[seat], role),
                 "rounds": float(info["rounds"]),
                 "consistent": (checks[seat][0] + checks[seat][1]) / 2,
                 "consistent_accept": checks[seat][0],

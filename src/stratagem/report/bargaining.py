@@ -10,7 +10,9 @@ Files written into the run folder:
   ``tier_spreads_<basis>`` (max − min over quintiles), each as CSV, Parquet and Markdown;
 - ``heatmap_<regime>_<metric>.png`` (rows buyers, columns sellers; one panel per role where the
   roles differ) for surplus (GFT), deal rate, utility, violations, aggressiveness, concession and
-  patience; ``profiles.png`` (radar per role);
+  patience (the buyer's aggressiveness panel is its gap closure; NGFT, which has no deal valid for
+  both, shows concession over every negotiation); ``profiles.png`` (radar per role; an axis without
+  a value is a gap, never a 0); ``heatmap_tables`` and ``radar_values`` return what they plot;
 - ``report.html``: all of the above on one page, plots inlined.
 """
 
@@ -27,26 +29,47 @@ from stratagem.report.tables import write_frame
 if TYPE_CHECKING:  # pandas, numpy and the metrics load when a report is written
     import pandas as pd
 
-# (metric, title, panels): each panel is (role whose rows are averaged, panel title)
-HEATMAPS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
-    ("surplus_share", "surplus share", (("buyer", "buyer"), ("seller", "seller"))),
-    ("deal", "deal rate", (("buyer", "pair"),)),
-    ("utility", "average utility", (("buyer", "buyer"), ("seller", "seller"))),
+# (file stem, title, panels): each panel is (role whose rows are averaged, row column, panel title)
+Panel = tuple[str, str, str]
+HEATMAPS: tuple[tuple[str, str, tuple[Panel, ...]], ...] = (
+    (
+        "surplus_share",
+        "surplus share",
+        (("buyer", "surplus_share", "buyer"), ("seller", "surplus_share", "seller")),
+    ),
+    ("deal", "deal rate", (("buyer", "deal", "pair"),)),
+    (
+        "utility",
+        "average utility",
+        (("buyer", "utility", "buyer"), ("seller", "utility", "seller")),
+    ),
     (
         "violation",
         "IR violation rate",
         (
-            ("buyer", "buyer violated (induced by seller)"),
-            ("seller", "seller violated (induced by buyer)"),
+            ("buyer", "violation", "buyer violated (induced by seller)"),
+            ("seller", "violation", "seller violated (induced by buyer)"),
         ),
     ),
     (
         "aggressiveness",
         "initial aggressiveness",
-        (("seller", "seller: listing / v_s"), ("buyer", "buyer: gap closure")),
+        (
+            ("seller", "aggressiveness", "seller: listing / v_s"),
+            ("buyer", "gap_closure", "buyer: gap closure"),
+        ),
     ),
-    ("concession", "concession rate (valid deals)", (("buyer", "buyer"), ("seller", "seller"))),
-    ("rounds", "temporal patience (rounds to end)", (("buyer", "pair"),)),
+    (
+        "concession",
+        "concession rate (valid deals)",
+        (("buyer", "concession", "buyer"), ("seller", "concession", "seller")),
+    ),
+    ("rounds", "temporal patience (rounds to end)", (("buyer", "rounds", "pair"),)),
+)
+# NGFT has no deal valid for both sides, so its concession map reads every negotiation
+NGFT_CONCESSION = (
+    "concession rate (all negotiations)",
+    (("buyer", "concession_all", "buyer"), ("seller", "concession_all", "seller")),
 )
 SUMMARY_KEYS = ("deal", "surplus_share", "violation", "induced_violation", "utility", "rounds")
 
@@ -105,25 +128,33 @@ def write_report(traces: Iterable[Any], folder: Path) -> tuple[pd.DataFrame, lis
     return summary, files
 
 
-def heatmaps(rows: pd.DataFrame, folder: Path) -> list[Path]:
-    """Writes the pairwise heatmaps per regime (rows buyers, columns sellers); returns paths."""
+def heatmap_tables(rows: pd.DataFrame) -> dict[str, tuple[str, list[tuple[str, pd.DataFrame]]]]:
+    """Returns what each heatmap plots, by file stem (``<regime>_<metric>``): its title and its
+    panels as (panel title, table of means with rows buyers, columns sellers)."""
     from stratagem.metrics import bargaining as bm
 
-    out = []
+    out: dict[str, tuple[str, list[tuple[str, pd.DataFrame]]]] = {}
     for regime in bm.REGIMES:
-        part = rows[rows.regime == regime]
-        if not len(part):
+        if not (rows.regime == regime).any():
             continue
         for metric, title, panels in HEATMAPS:
             if metric == "surplus_share" and regime == "NGFT":
                 continue  # no surplus to share
-            tables = [(label, bm.pairwise(rows, metric, role, regime)) for role, label in panels]
-            out.append(
-                heatmap_panels(
-                    tables, folder / f"heatmap_{regime}_{metric}.png", f"{regime}: {title}"
-                )
-            )
+            if metric == "concession" and regime == "NGFT":
+                title, panels = NGFT_CONCESSION
+            tables = [
+                (label, bm.pairwise(rows, column, role, regime)) for role, column, label in panels
+            ]
+            out[f"{regime}_{metric}"] = (f"{regime}: {title}", tables)
     return out
+
+
+def heatmaps(rows: pd.DataFrame, folder: Path) -> list[Path]:
+    """Writes the pairwise heatmaps per regime (rows buyers, columns sellers); returns paths."""
+    return [
+        heatmap_panels(tables, folder / f"heatmap_{stem}.png", title)
+        for stem, (title, tables) in heatmap_tables(rows).items()
+    ]
 
 
 def heatmap_panels(
@@ -171,11 +202,36 @@ def heatmap_panels(
     return path
 
 
+def radar_values(profile: pd.DataFrame) -> dict[str, tuple[float, dict[str, list[float]]]]:
+    """Returns, per role, the anchoring maximum and each agent's radar values in
+    ``PROFILE_AXES`` order: percent axes as they are (clipped to 0-100), anchoring relative to
+    the role's largest value, and NaN where the agent has no value (never drawn as 0)."""
+    import numpy as np
+
+    from stratagem.metrics import bargaining as bm
+
+    out: dict[str, tuple[float, dict[str, list[float]]]] = {}
+    for role in bm.ROLES:
+        part = profile[profile.role == role]
+        top = float(np.nanmax(part["anchoring"])) if part["anchoring"].notna().any() else 1.0
+        top = top if top > 0 else 1.0
+        agents = {}
+        for rec in part.to_dict("records"):
+            values = np.array(
+                [100 * rec[n] / top if n == "anchoring" else rec[n] for n in bm.PROFILE_AXES],
+                dtype=float,
+            )
+            agents[str(rec["agent"])] = np.clip(values, 0, 100).tolist()  # clip keeps NaN
+        out[role] = (top, agents)
+    return out
+
+
 def radar_by_role(profile: pd.DataFrame, path: Path) -> Path:
     """Writes one radar per role over the six profile axes; returns ``path``.
 
     Percent axes are drawn as they are (0-100); anchoring, a raw ratio, is drawn relative to the
-    largest value of the role (its axis label names that maximum).
+    largest value of the role (its axis label names that maximum). An axis without a value is a
+    gap in the agent's line, marked with an open circle at the centre and named in the legend.
     """
     import matplotlib
     import numpy as np
@@ -188,17 +244,16 @@ def radar_by_role(profile: pd.DataFrame, path: Path) -> Path:
     axes_names = list(bm.PROFILE_AXES)
     angles = np.linspace(0, 2 * np.pi, len(axes_names), endpoint=False).tolist()
     fig, axes = plt.subplots(1, 2, figsize=(12, 6.8), subplot_kw={"polar": True})
-    for ax, role in zip(axes, bm.ROLES, strict=True):
-        part = profile[profile.role == role]
-        top = float(np.nanmax(part["anchoring"])) if part["anchoring"].notna().any() else 1.0
-        top = top if top > 0 else 1.0
-        for rec in part.to_dict("records"):
-            values = [
-                100 * rec[name] / top if name == "anchoring" else rec[name] for name in axes_names
-            ]
-            values = np.nan_to_num(np.array(values, dtype=float), nan=0.0).clip(0, 100).tolist()
-            ax.plot(angles + angles[:1], values + values[:1], label=str(rec["agent"]))
-            ax.fill(angles + angles[:1], values + values[:1], alpha=0.08)
+    for ax, (role, (top, agents)) in zip(axes, radar_values(profile).items(), strict=True):
+        for agent, values in agents.items():
+            missing = [n for n, v in zip(axes_names, values, strict=True) if np.isnan(v)]
+            label = agent + (f" (no {', '.join(missing)})" if missing else "")
+            (line,) = ax.plot(angles + angles[:1], values + values[:1], label=label)
+            if missing:
+                gaps = [a for a, v in zip(angles, values, strict=True) if np.isnan(v)]
+                ax.plot(gaps, [0.0] * len(gaps), "o", mfc="none", color=line.get_color())
+            if not missing:
+                ax.fill(angles + angles[:1], values + values[:1], alpha=0.08)
         labels = [f"anchoring\n(max {top:.2f})" if n == "anchoring" else n for n in axes_names]
         ax.set_xticks(angles, labels, fontsize=8)
         ax.tick_params(axis="x", pad=12)

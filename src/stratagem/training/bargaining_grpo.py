@@ -53,10 +53,12 @@ Each step:
    a **tournament slice** on the validation split — the greedy policy against each evaluation
    opponent in both roles on ``eval_gft`` + ``eval_ngft`` fixed scenarios — reporting per role
    the GFT deal rate, surplus share (valid deals) and self-violation, and the NGFT
-   self-violation. The checkpoint score is Table 7's ranking score over both roles: the mean
-   over GFT negotiations of one's surplus share, 0 without a valid deal (= surplus share × deal
-   rate). ``best.json`` names the best checkpoint, which rotation keeps; ``stages.md`` is the
-   Base → SFT → RL table (Base is evaluated once when training starts from an SFT adapter).
+   self-violation. The checkpoint score, over both roles, is the mean over GFT negotiations of
+   one's surplus share, 0 without a deal valid for both sides: Σ valid shares / N, which is
+   surplus share × *valid*-deal rate (Table 7's score counts every deal in its deal rate; a deal
+   below a reservation value earns no share here). ``best.json`` names the best checkpoint, which
+   rotation keeps; ``stages.md`` is the Base → SFT → RL table (Base is evaluated once when
+   training starts from an SFT adapter).
 
 Where this departs from the paper, on purpose:
 
@@ -150,6 +152,9 @@ class BargainingArgs(GRPOArgs):
     """NGFT validation scenarios of the checkpoint tournament slice, each in both roles."""
     eval_opponents: list[str] = field(default_factory=lambda: ["Boulware"])
     """Opponents of the checkpoint tournament slice (bargaining strategies)."""
+    catalog: list[Path] | None = None
+    """CraigslistBargains JSON files to draw items from [the shipped catalog]; training uses
+    their train split, the checkpoint slice their validation split."""
 
     def check(self) -> None:
         """Refuse, before any model loads, what this trainer cannot run.
@@ -182,6 +187,8 @@ class BargainingArgs(GRPOArgs):
             raise ConfigError("--eval-gft must be at least 1: the checkpoint score is GFT's")
         for name in [self.opponent, *self.eval_opponents]:
             get_strategy("bargaining", name)  # UnknownNameError, with "did you mean"
+        if self.catalog:
+            training_game(self)  # a missing file or a bad price is refused before a model loads
         check_adapters(self)
 
     @property
@@ -276,12 +283,18 @@ def samples_from(groups: list[Group], args: BargainingArgs) -> list[Sample]:
 
 def training_game(args: BargainingArgs) -> Game:
     """The training split, at the training round limit."""
-    return get_game("bargaining", split="train", max_rounds=args.max_rounds)
+    return get_game("bargaining", split="train", max_rounds=args.max_rounds, **_catalog(args))
 
 
 def evaluation_game(args: BargainingArgs) -> Game:
     """The validation split, at the training round limit."""
-    return get_game("bargaining", split="validation", max_rounds=args.max_rounds)
+    return get_game("bargaining", split="validation", max_rounds=args.max_rounds, **_catalog(args))
+
+
+def _catalog(args: BargainingArgs) -> dict[str, Any]:
+    """The game's ``catalog`` parameter: absent for the shipped catalog (fingerprints unchanged),
+    else the files' paths."""
+    return {} if not args.catalog else {"catalog": [str(p) for p in args.catalog]}
 
 
 def evaluate_model(model: Any, tokenizer: Any, args: BargainingArgs, label: str) -> dict[str, Any]:
@@ -386,13 +399,16 @@ def train_bargaining(args: BargainingArgs, log: Log = print) -> Path:
 
 
 def step_summary(groups: list[Group]) -> dict[str, float]:
-    """The step's mean reward and reward terms over its rollouts, its deal and overflow rates."""
-    rewards = [r for g in groups for r in g.rewards]
-    traces = [t for g in groups for t in g.traces]
-    n = max(len(rewards), 1)
-    out = {"reward": sum(r.total for r in rewards) / n}
+    """The step's mean reward and reward terms over the rollouts that did not overflow (an
+    overflow has reward 0 and loss weight 0: it would drag the means to 0), its deal rate over
+    the same rollouts, and how many overflowed (``overflowed``, ``overflow_rate``)."""
+    pairs = [(r, t) for g in groups for r, t in zip(g.rewards, g.traces, strict=True)]
+    kept = [(r, t) for r, t in pairs if not r.overflow]
+    n = max(len(kept), 1)
+    out = {"reward": sum(r.total for r, _ in kept) / n}
     for term in ("format", "execution", "consistency", "surplus", "ir"):
-        out[term] = sum(getattr(r, term) for r in rewards) / n
-    out["deal_rate"] = sum(bool(t.rounds[0].info["deal"]) for t in traces) / n
-    out["overflow_rate"] = sum(r.overflow for r in rewards) / n
+        out[term] = sum(getattr(r, term) for r, _ in kept) / n
+    out["deal_rate"] = sum(bool(t.rounds[0].info["deal"]) for _, t in kept) / n
+    out["overflowed"] = float(len(pairs) - len(kept))
+    out["overflow_rate"] = (len(pairs) - len(kept)) / max(len(pairs), 1)
     return out

@@ -107,8 +107,14 @@ STAGE_COLUMNS = (
 
 def stage_table(rows: list[tuple[str, dict[str, Any]]]) -> str:
     """A Markdown table: one line per (stage, role), percentages ± one standard error, and the
-    checkpoint score (Table 7's surplus share × deal rate over both roles)."""
-    head = ["stage", "role", *(title for _, title in STAGE_COLUMNS), "score %"]
+    checkpoint score (over both roles: Σ valid GFT surplus shares / N, i.e. surplus share ×
+    valid-deal rate)."""
+    head = [
+        "stage",
+        "role",
+        *(title for _, title in STAGE_COLUMNS),
+        "score % (share × valid-deal rate)",
+    ]
     lines = ["| " + " | ".join(head) + " |", "| " + " | ".join(["---"] * 2 + ["---:"] * 5) + " |"]
     for label, row in rows:
         for role in ROLES:

@@ -60,7 +60,7 @@ class Bargaining:
         self,
         items: Sequence[Item] | None = None,
         *,
-        catalog: str | list[dict[str, Any]] | None = None,
+        catalog: str | list[str] | list[dict[str, Any]] | None = None,
         split: str | None = "train",
         split_seed: int = 42,
         max_rounds: int = 10,
@@ -73,8 +73,9 @@ class Bargaining:
         Args:
             items: items to trade, for tests and notebooks; stored as ``catalog`` (a list of item
                 dicts) with ``split=None``, so ``get_game("bargaining", **params)`` rebuilds it.
-            catalog: None for the shipped catalog, a path to a CraigslistBargains JSON file, or
-                a list of item dicts (title, category, description, low, high).
+            catalog: None for the shipped catalog, a path to a CraigslistBargains JSON file, a
+                list of such paths (read in order), or a list of item dicts (title, category,
+                description, low, high).
             split: the part of the catalog episodes draw from (train, validation, test), or None
                 for all of it.
             split_seed: seeds the 80 / 8.5 / 11.5 split of the catalog.
@@ -92,6 +93,8 @@ class Bargaining:
             catalog, split = [asdict(item) for item in items], None
         if isinstance(catalog, Path):
             catalog = str(catalog)
+        elif isinstance(catalog, list | tuple) and all(isinstance(x, Path) for x in catalog):
+            catalog = [str(x) for x in catalog]
         if split is not None and split not in SPLIT_NAMES:
             raise ConfigError(f"bargaining: unknown split {split!r}; choose from {SPLIT_NAMES}")
         if not isinstance(max_rounds, int) or isinstance(max_rounds, bool) or max_rounds < 2:
@@ -209,6 +212,8 @@ def _load(catalog: Any, part: str | None, seed: int) -> list[Item]:
     if catalog is None:
         items = builtin_catalog()
     elif isinstance(catalog, str):
+        items = load_craigslist(catalog)
+    elif isinstance(catalog, list) and catalog and all(isinstance(x, str) for x in catalog):
         items = load_craigslist(catalog)
     elif isinstance(catalog, list):
         try:

@@ -3,26 +3,51 @@
 The shipped catalog is original: item types with a typical price range, crossed with condition
 and detail variants, composed deterministically (a few hundred items across ten categories).
 ``load_craigslist`` reads the public CraigslistBargains listing files (low = 50 % of the posted
-price, high = the posted price). Splits are seeded 80 / 8.5 / 11.5. A scenario picks GFT or NGFT
-first, then draws both reservation values uniformly inside the item's [low, high] range,
-conditioned on their order.
+price, high = the posted price), one or several; like CoCoA's own scenario generator it leaves out
+listings priced at $5 or less and description lines that quote a price (they would tell the buyer
+another number). Every price, whatever its source, is checked where an item or scenario is built:
+a finite number of at least ``MIN_PRICE`` and at most ``MAX_PRICE`` (the tools' cap), so no agent,
+fallback or utility can leave the game's payoff bounds; a listing file with a bad price is refused
+with a one-line message naming the listing. Splits are seeded 80 / 8.5 / 11.5. A scenario picks
+GFT or NGFT first, then draws both reservation values uniformly inside the item's [low, high]
+range, conditioned on their order.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
 from stratagem.errors import ConfigError
+from stratagem.games.bargaining.tools import MAX_PRICE, MIN_PRICE
 from stratagem.seeding import derive
 
 Regime = Literal["GFT", "NGFT"]
 SPLITS = (("train", 0.80), ("validation", 0.085), ("test", 0.115))
+MIN_LISTING_PRICE = 5  # CoCoA's generator drops listings at $5 or less (placeholders, "free")
+_QUOTED_PRICE = re.compile(r"\$\s*\d|\d\s*(?:\$|dollars?\b|bucks\b)", re.I)
+
+
+def check_price(value: object, where: str) -> float:
+    """Returns ``value`` as a float when it is a usable price, else raises ``ConfigError``.
+
+    A usable price is a real number (not a bool), finite, at least ``MIN_PRICE`` and at most
+    ``MAX_PRICE``; ``where`` names the price in the one-line message.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{where}: price {value!r} is not a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{where}: price {value!r} is not finite")
+    if not MIN_PRICE <= value <= MAX_PRICE:
+        raise ConfigError(f"{where}: price {value!r} is outside [{MIN_PRICE:g}, {MAX_PRICE:g}]")
+    return float(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +59,14 @@ class Item:
     description: str
     low: float  # historical low price
     high: float  # historical high price
+
+    def __post_init__(self) -> None:
+        """Refuses a price range no negotiation can use (``ConfigError`` naming the item)."""
+        where = f"item {self.title!r}"
+        check_price(self.low, f"{where} low")
+        check_price(self.high, f"{where} high")
+        if self.low > self.high:
+            raise ConfigError(f"{where}: low {self.low:g} is above high {self.high:g}")
 
     @property
     def reference(self) -> float:
@@ -50,6 +83,11 @@ class Scenario:
     seller_value: float  # v_s, the seller's cost
     buyer_value: float  # v_b, the buyer's willingness to pay
     regime: Regime
+
+    def __post_init__(self) -> None:
+        """Refuses reservation values that are not usable prices (``ConfigError``)."""
+        check_price(self.seller_value, f"scenario {self.index} seller value")
+        check_price(self.buyer_value, f"scenario {self.index} buyer value")
 
     def to_dict(self) -> dict:
         """Returns the scenario as JSON values (traces store it)."""
@@ -163,31 +201,56 @@ def builtin_catalog() -> list[Item]:
     return items
 
 
-def load_craigslist(path: str | Path) -> list[Item]:
-    """Items from a CraigslistBargains listing file (a JSON list of listings)."""
+def load_craigslist(paths: str | Path | Sequence[str | Path]) -> list[Item]:
+    """Items from one or several CraigslistBargains listing files (each a JSON list).
+
+    Listings without a price or priced at ``MIN_LISTING_PRICE`` or less are left out, as CoCoA's
+    generator does, and so are description lines that quote a price.
+
+    Raises:
+        ConfigError: a file that cannot be read, is not a list, or has a listing whose price is
+            not finite or above ``MAX_PRICE`` (the message names the file and the listing).
+    """
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    items: list[Item] = []
+    for path in paths:
+        items += _read_listings(Path(path))
+    return items
+
+
+def _read_listings(path: Path) -> list[Item]:
     try:
-        listings = json.loads(Path(path).read_text())
+        listings = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read Craigslist listings from {path}: {exc}") from None
     if not isinstance(listings, list):
         raise ConfigError(f"{path}: expected a JSON list of listings")
     items = []
-    for row in listings:
+    for number, row in enumerate(listings):
         if not isinstance(row, dict):
             continue
+        title = " ".join(str(row.get("title", "")).split()) or "Untitled item"
         price = row.get("price")
-        if isinstance(price, bool) or not isinstance(price, int | float) or price <= 0:
+        if price is None or isinstance(price, bool) or not isinstance(price, int | float):
             continue  # unpriced listings cannot anchor a scenario
+        where = f"{path.name}: listing {number} ({title[:60]!r})"
+        if not math.isfinite(price) or 0 < price < MIN_PRICE or price > MAX_PRICE:
+            check_price(price, where)  # raises: NaN, Infinity, a denormal or a huge price is a
+            # broken file, not a listing to leave out (0 and negatives mean "no price")
+        if price <= MIN_LISTING_PRICE:
+            continue  # placeholders and giveaways, dropped by CoCoA's generator too
+        high = check_price(price, where)
         description = row.get("description") or []
-        if isinstance(description, list):
-            description = " ".join(str(x) for x in description)
+        lines = description if isinstance(description, list) else [description]
+        kept = [str(x).strip() for x in lines if not _QUOTED_PRICE.search(str(x))]
         items.append(
             Item(
-                title=str(row.get("title", "")).strip() or "Untitled item",
+                title=title,
                 category=str(row.get("category", "other")),
-                description=str(description).strip(),
-                low=round(0.5 * float(price), 2),
-                high=float(price),
+                description=" ".join(x for x in kept if x),
+                low=round(0.5 * high, 2),
+                high=high,
             )
         )
     return items

@@ -39,7 +39,7 @@ from stratagem.game import Invalid, Observation, RoundResult, Seat
 from stratagem.games.bargaining import prompts
 from stratagem.games.bargaining.catalog import Scenario
 from stratagem.games.bargaining.events import BUYER, ROLE, SELLER, BargainingView, Event
-from stratagem.games.bargaining.tools import Call, Turn
+from stratagem.games.bargaining.tools import MAX_PRICE, Call, ParseError, Turn, validate_call
 from stratagem.games.corrections import Corrections, Verdict
 from stratagem.seeding import derive
 
@@ -168,7 +168,10 @@ class BargainingState:
         if self.done or set(actions) != {seat}:
             raise GameError(f"bargaining: seat {seat} is to act, got {sorted(actions)}")
         turn = actions[seat]
-        problem = turn.reason if isinstance(turn, Invalid) else self.protocol_error(seat, turn)
+        if isinstance(turn, Invalid):
+            problem: str | None = turn.reason
+        else:
+            problem = _bad_value(turn) or self.protocol_error(seat, turn)
         fallback: str | None = None
         if problem is not None:
             self.parse_failures[seat] += 1
@@ -311,10 +314,16 @@ class BargainingState:
         )
 
     def _result(self) -> RoundResult:
+        payoffs = self.utilities()
+        if not all(-MAX_PRICE <= u <= MAX_PRICE for u in payoffs):  # NaN fails too
+            raise GameError(
+                f"bargaining: scenario {self.setup.index} ended with utilities {payoffs} outside "
+                f"the payoff bounds ±{MAX_PRICE:g}"
+            )
         return RoundResult(
             round=0,
             moves=tuple(self.moves),
-            payoffs=self.utilities(),
+            payoffs=payoffs,
             info={
                 "deal": self.price is not None,
                 "price": self.price,
@@ -337,6 +346,17 @@ class BargainingState:
     def scenario(self) -> dict[str, Any]:
         """Returns the scenario (item and both reservation values) for the trace."""
         return self.setup.to_dict()
+
+
+def _bad_value(turn: Turn) -> str | None:
+    """Returns why a call's argument is unusable: agents that build turns in code skip the
+    parser, so the engine checks the price cap (and every other argument) itself."""
+    for call in turn.calls:
+        try:
+            validate_call(call.name, dict(call.args))
+        except ParseError as exc:
+            return str(exc)
+    return None
 
 
 def render_turn(turn: Turn) -> str:

@@ -153,7 +153,12 @@ def _line(key: tuple[float, int], phrases: list[str], seat: int) -> str:
 def state_lines(view: BargainingView, seat: int) -> list[str]:
     """Returns the short state: the round, open offers, what the turn must do."""
     other = "buyer" if seat == 0 else "seller"
-    last = " This is the last round." if view.round >= view.max_rounds else ""
+    if view.round >= view.max_rounds:
+        last = " This is the last round."
+    elif view.round + 1 == view.max_rounds:  # the counterpart has the last turn, not you
+        last = f" This is your last turn: the {other} has the final round."
+    else:
+        last = ""
     lines = [f"Round {view.round} of {view.max_rounds}.{last}"]
     if view.their_standing is not None:
         lines.append(f"Open offer from the {other}: {money(view.their_standing)}.")

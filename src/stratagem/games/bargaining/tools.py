@@ -37,6 +37,7 @@ MAX_CALLS = 3
 MAX_MESSAGE_CHARS = 1000
 MAX_SIDE_OFFER_CHARS = 300
 MAX_PRICE = 1e7
+MIN_PRICE = 0.01  # a cent: a smaller price (a denormal) would print as $0.00
 MAX_WAIT = 48.0  # time units one wait_for_time_period may skip
 FILENAME = "<tool-call>"
 
@@ -218,6 +219,8 @@ def _check(kind: str, value: Any, tool: str, param: str) -> Any:
             raise ParseError(f"{where} must be finite")
         if value <= 0:
             raise ParseError(f"{where} must be positive")
+        if kind == "price" and value < MIN_PRICE:
+            raise ParseError(f"{where} must be at least {MIN_PRICE:g}")
         cap = MAX_PRICE if kind == "price" else MAX_WAIT
         if value > cap:
             raise ParseError(f"{where} must be at most {cap:g}")
