@@ -6,7 +6,6 @@ loss on that seat's accepted answers only. See ``selfplay``'s module docstring f
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 
 from stratagem.game import Seat
@@ -74,26 +73,17 @@ def seat_tokens(
     tokenizer, messages: list[dict[str, str]], trained: Sequence[bool], max_length: int
 ) -> dict[str, list[int]]:
     """``input_ids`` and ``labels`` of a chat with the loss on the assistant turns marked in
-    ``trained`` only, cut to ``max_length``.
+    ``trained`` only, at most ``max_length`` tokens.
 
-    ``sft.tokenize_chat`` labels every assistant turn as one run of tokens (its text and the
-    end-of-turn tokens), and user turns separate those runs; the runs of the untrained turns are
-    set to ``IGNORE``. Naive equivalent: tokenize the rendered chat and mask by each turn's
-    character offsets; the tests check that the labelled tokens decode to the trained answers.
+    A longer chat loses its earliest exchanges, never its end (``tokenize_chat``'s
+    ``cut="start"``): the last answer is the final proposal, the move the game's reward is for,
+    and the system turn holds the rules and the seat's private values. The tests check that the
+    labelled tokens decode to the trained answers.
 
     Raises:
-        ValueError: the labelled runs do not match the assistant turns one to one (an empty
-            answer under a template that renders nothing for it).
+        ValueError: ``trained`` does not hold one flag per assistant turn.
     """
-    full = tokenize_chat(tokenizer, messages, max_length=sys.maxsize)
-    labels = list(full["labels"])
-    runs = label_runs(labels)
-    if len(runs) != len(trained):
-        raise ValueError(f"{len(runs)} labelled runs for {len(trained)} assistant turns")
-    for (start, end), keep in zip(runs, trained, strict=True):
-        if not keep:
-            labels[start:end] = [IGNORE] * (end - start)
-    return {"input_ids": full["input_ids"][:max_length], "labels": labels[:max_length]}
+    return tokenize_chat(tokenizer, messages, max_length, trained=trained, cut="start")
 
 
 def sft_rows(tokenizer, kept: Sequence[tuple[Trace, Seat]], max_length: int) -> list[dict]:
