@@ -47,7 +47,8 @@ def split_contexts(
         ConfigError: a side would be empty (too few contexts to hold some out).
     """
     scale = 2**63
-    train, held_out = [], []
+    train: list[Context] = []
+    held_out: list[Context] = []
     for ctx in contexts:
         key = (ctx.counts, tuple(sorted(ctx.values)))
         (held_out if derive(seed, "selfplay-held-out", key) < share * scale else train).append(ctx)
