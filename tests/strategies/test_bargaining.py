@@ -42,19 +42,20 @@ def test_exact_thoughts_of_a_listing_a_counter_and_an_acceptance():
     assert listing.thought == (
         "I open at $150.00, well above my reservation value of $100.00, to leave room to concede."
     )
-    # round 3 of 10: 150 + (100 − 150)·2/9 = 138.89
+    # round 3 of 10 is the seller's 2nd of its 5 turns (rounds 1, 3, 5, 7, 9):
+    # 150 + (100 − 150)·1/4 = 137.50
     counter = choose(
         "Linear",
         view(listing=False, round=3, my_offers=(150.0,), their_offers=(70.0,), their_standing=70.0),
     )
     assert [c.render() for c in counter.calls] == [
         "respond_to_offer(response=False)",
-        "make_offer(price=138.89)",
+        "make_offer(price=137.5)",
         "wait_for_response()",
     ]
     assert counter.thought == (
         "The buyer's offer of $70.00 is less than I would accept now, so I reject it and counter "
-        "at $138.89 in round 3 of 10; I concede the same amount every round."
+        "at $137.50 in round 3 of 10; I concede the same amount every round."
     )
     # buyer, value 120, anchor min(60, 60) = 60; round 10: Boulware's target is its value
     accepted = choose(
@@ -121,3 +122,75 @@ def test_every_answer_parses_back_to_the_turn_played_and_its_thought(name):
                 seen += 1
             episode.step()
     assert seen >= 6
+
+
+TIME_DEPENDENT = ("Boulware", "Linear", "Conceder")
+
+
+@pytest.mark.parametrize("max_rounds", [10, 9, 6, 3])
+@pytest.mark.parametrize("role", ["seller", "buyer"])
+@pytest.mark.parametrize("name", TIME_DEPENDENT)
+def test_a_time_dependent_bargainer_reaches_its_reservation_value_on_its_own_last_turn(
+    name, role, max_rounds
+):
+    first = 1 if role == "seller" else 2
+    rounds = list(range(first, max_rounds + 1, 2))  # its own turns: the parties alternate
+    strategy = get_strategy("bargaining", name)
+    targets = [
+        strategy.target(view(role, 100.0, round=r, max_rounds=max_rounds, listing=False))
+        for r in rounds
+    ]
+    start = 150.0 if role == "seller" else 50.0  # the anchors: max(1.5·100, 150), min(50, 60)
+    if len(rounds) > 1:
+        assert targets[0] == pytest.approx(start)
+    assert targets[-1] == pytest.approx(100.0)  # its deadline is its own last turn
+    assert all(abs(b - 100) < abs(a - 100) for a, b in zip(targets, targets[1:], strict=False))
+
+
+def test_a_boulware_seller_no_longer_stops_short_of_its_reservation_value():
+    # before: round 9 of 10 counted both parties' turns, (8/9)^5 = 55.5% of the way
+    last = get_strategy("bargaining", "Boulware").target(view(round=9, listing=False))
+    assert last == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("role", ["seller", "buyer"])
+def test_tit_for_tat_offers_its_reservation_value_on_its_own_last_turn(role):
+    last_round = 9 if role == "seller" else 10
+    turn = choose(
+        "TitForTatConcession",
+        view(
+            role,
+            100.0,
+            round=last_round,
+            listing=False,
+            my_offers=(150.0, 145.0) if role == "seller" else (50.0, 55.0),
+            their_offers=(60.0, 61.0) if role == "seller" else (140.0, 139.0),
+            their_standing=61.0 if role == "seller" else 139.0,
+        ),
+    )
+    assert turn.calls[1].render() == "make_offer(price=100.0)"
+    assert "this is my last turn, so I offer my reservation value" in turn.thought
+
+
+def play_pairing(seller: str, buyer: str, gft: int = 12, ngft: int = 8) -> list[dict]:
+    """The final round's facts of ``seller`` against ``buyer`` on a tournament's scenarios."""
+    from stratagem.play import EpisodeSpec, play
+
+    game = get_game("bargaining")
+    agents = (get_strategy("bargaining", seller), get_strategy("bargaining", buyer))
+    scenarios = game.tournament_scenarios(gft, ngft, seed=7)
+    specs = [EpisodeSpec(str(k), 7000 + k, agents, scenario=s) for k, s in enumerate(scenarios)]
+    return [{**t.scenario, **t.rounds[-1].info} for t in play(game, specs)]
+
+
+@pytest.mark.parametrize("seller", [*TIME_DEPENDENT, "TitForTatConcession"])
+@pytest.mark.parametrize("buyer", [*TIME_DEPENDENT, "TitForTatConcession"])
+def test_rule_based_pairings_deal_inside_the_zopa_and_walk_away_without_one(seller, buyer):
+    infos = play_pairing(seller, buyer)
+    assert {i["regime"] for i in infos} == {"GFT", "NGFT"}
+    for info in infos:
+        if info["regime"] == "GFT":  # a deal, inside the ZOPA
+            assert info["deal"], (info["seller_value"], info["buyer_value"], info["offers"])
+            assert info["seller_value"] <= info["price"] <= info["buyer_value"]
+        else:  # no deal: both walk away rather than lose
+            assert not info["deal"]

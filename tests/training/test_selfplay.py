@@ -141,7 +141,45 @@ def test_loss_is_on_the_seats_accepted_answers_only():
     assert everything["input_ids"] == ids  # masking changes labels, never the tokens
     assert len(label_runs(everything["labels"])) == 3
     cut = seat_tokens(tokenizer, messages, trained, max_length=50)
-    assert cut == {"input_ids": ids[:50], "labels": labels[:50]}
+    assert len(cut["input_ids"]) == len(cut["labels"]) == 50
+    assert cut == {"input_ids": ids[-50:], "labels": labels[-50:]}  # the end is kept
+
+
+def test_a_long_self_play_chat_keeps_its_final_proposal():
+    from transformers import AutoTokenizer
+
+    from stratagem.backends.embedded import embedded_dir
+
+    tokenizer = AutoTokenizer.from_pretrained(embedded_dir())
+    system = {"role": "system", "content": "You split 3 books, 2 hats and 1 ball."}
+    messages = [system]
+    for k in range(20):
+        messages += [
+            {"role": "user", "content": f'The other negotiator said: "offer {k}, take it?"'},
+            {"role": "assistant", "content": f"[message] Counter-offer number {k}: no."},
+        ]
+    final = "[propose] (3 books, 0 hats, 1 ball)"
+    messages += [
+        {"role": "user", "content": "The other negotiator proposed a division."},
+        {"role": "assistant", "content": final},
+    ]
+    trained = [True] * 21
+    whole = seat_tokens(tokenizer, messages, trained, max_length=100_000)
+    assert len(whole["input_ids"]) > 300
+    row = seat_tokens(tokenizer, messages, trained, max_length=300)
+    assert len(row["input_ids"]) == len(row["labels"]) <= 300
+    text = tokenizer.decode(row["input_ids"])
+    assert text.startswith(tokenizer.apply_chat_template([system], tokenize=False))  # the rules
+    assert text.endswith(final + END)  # the move the reward is for
+    runs = label_runs(row["labels"])
+    assert tokenizer.decode(row["input_ids"][slice(*runs[-1])]) == final + END
+    # whole exchanges were dropped from the start: every kept answer is whole and trained
+    kept = [tokenizer.decode(row["input_ids"][slice(*r)]) for r in runs]
+    assert kept == [m["content"] + END for m in messages[2::2][-len(runs) :]]
+    assert "Counter-offer number 0:" not in text
+    # the final answer alone longer than the budget: its last tokens are still the ones kept
+    tail = seat_tokens(tokenizer, messages, trained, max_length=5)
+    assert tail == {"input_ids": whole["input_ids"][-5:], "labels": whole["labels"][-5:]}
 
 
 def test_self_play_is_one_batched_call_per_tick_and_a_rerun_reads_the_games_back(tmp_path):

@@ -2,14 +2,20 @@
 negotiation literature, a tit-for-tat concession mirror, and a naive accepter that violates IR.
 
 Each plays either role. Time-dependent tactics (Faratin et al.) offer
-``anchor + (reservation − anchor)·(t/T)^(1/e)`` where t = round − 1 counts the rounds before this
-one and T = max_rounds − 1, so the offer reaches the reservation value in the last round: Boulware
-(e < 1) holds near its anchor until late, Conceder (e > 1) gives ground early, Linear (e = 1) in
-between. Anchors: the seller asks max(1.5·cost, historical high), the buyer bids min(0.5·value,
-historical low) — both parties see the item's historical price range. Each accepts the open offer
-when it is at least as good as what it would offer now, and otherwise rejects it and counters in
-the same turn, so none of them (but the naive accepter) ever takes a deal below its reservation
-value, and their offers are monotonic.
+``anchor + (reservation − anchor)·(t/T)^(1/e)`` where t counts the bargainer's own turns before
+this one and T + 1 is the number of its own turns in the negotiation (``own_turns``): a round is
+one party's turn, so a bargainer's deadline is its **own last turn** (the seller's is round 9 of
+10, the buyer's round 10), and its offer reaches its reservation value there — the seller's while
+the buyer can still accept it. Boulware (e < 1) holds near its anchor until late, Conceder (e > 1)
+gives ground early, Linear (e = 1) in between. The tit-for-tat mirror has the same deadline: on
+its own last turn it offers its reservation value. So two of them close a deal inside the ZOPA
+whenever there is one, and never deal without one (NGFT).
+
+Anchors: the seller asks max(1.5·cost, historical high), the buyer bids min(0.5·value, historical
+low) — both parties see the item's historical price range. Each accepts the open offer when it is
+at least as good as what it would offer now, and otherwise rejects it and counters in the same
+turn, so none of them (but the naive accepter) ever takes a deal below its reservation value, and
+their offers are monotonic.
 
 Every turn carries a templated ``Thought`` that states the reason for the choice from the view
 (the open offer, the price aimed at, the round, the tactic), so a rule-based seat's answer
@@ -66,6 +72,14 @@ def good_enough(view: BargainingView, target: float) -> bool:
 def other(view: BargainingView) -> str:
     """Returns the counterpart's role."""
     return "buyer" if view.role == "seller" else "seller"
+
+
+def own_turns(view: BargainingView) -> tuple[int, int]:
+    """Returns (the bargainer's own turns before this one, its own turns after this one): the
+    seller lists in round 1 and the parties alternate, so the seller's turns are the odd rounds
+    and the buyer's the even ones, up to ``max_rounds``."""
+    first = 1 if view.role == "seller" else 2
+    return max(view.round - first, 0) // 2, max(view.max_rounds - view.round, 0) // 2
 
 
 def gain(view: BargainingView, price: float) -> float:
@@ -129,10 +143,12 @@ class TimeDependent(Bargainer):
     concedes: ClassVar[str] = "I move from my opening price to my reservation value over the rounds"
 
     def target(self, view: BargainingView) -> float:
-        """Returns the anchor moved (t/T)^(1/e) of the way to the reservation value."""
+        """Returns the anchor moved (t/T)^(1/e) of the way to the reservation value: t own turns
+        taken, T = t + own turns left, so the reservation value on the own last turn (even when
+        it is the first: a single turn is the deadline)."""
         start = anchor(view)
-        t, horizon = view.round - 1, max(view.max_rounds - 1, 1)
-        progress = min(t / horizon, 1.0) ** (1 / self.e)
+        taken, left = own_turns(view)
+        progress = (taken / (taken + left)) ** (1 / self.e) if left else 1.0
         return start + (view.reservation - start) * progress
 
     def tactic(self, view: BargainingView) -> str:
@@ -173,14 +189,18 @@ class Conceder(TimeDependent):
 @dataclass(frozen=True)
 class TitForTatConcession(Bargainer):
     """Mirrors the counterpart's last concession, opening at the anchor; before the counterpart
-    has conceded it moves ``first_step`` of the way to its reservation value."""
+    has conceded it moves ``first_step`` of the way to its reservation value. Its deadline is its
+    own last turn, where it offers its reservation value."""
 
     first_step: float = 0.1
 
     def target(self, view: BargainingView) -> float:
-        """Returns the last own offer moved by the counterpart's last concession."""
+        """Returns the last own offer moved by the counterpart's last concession (on the own
+        last turn: the reservation value)."""
         if not view.my_offers:
             return anchor(view)
+        if own_turns(view)[1] == 0:
+            return view.reservation
         last = view.my_offers[-1]
         if len(view.their_offers) >= 2:
             step = self.mirrored(view)
@@ -196,6 +216,8 @@ class TitForTatConcession(Bargainer):
 
     def tactic(self, view: BargainingView) -> str:
         """Returns the concession being mirrored, or the first step before there is one."""
+        if own_turns(view)[1] == 0:
+            return "this is my last turn, so I offer my reservation value"
         if len(view.their_offers) >= 2:
             return f"I match the {other(view)}'s last concession of {money(self.mirrored(view))}"
         return (

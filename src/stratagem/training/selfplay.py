@@ -30,6 +30,10 @@ are the games it would play (per-decision seeds). ``traces/kept-N.json`` lists t
 (episode id, seat) pairs of iteration N. Iteration n's SFT is seeded by (seed, n), so a
 resumed run trains exactly as an uninterrupted one.
 
+Contexts: every valid context, or those of ``--contexts FILE`` (the original DoND format), split
+once by a hash seeded by ``--seed`` (``split_contexts``): a tenth, each with its mirror, is held
+out for the evaluation games and never drawn for a training game.
+
 Departures from the paper, on purpose:
 
 - one LoRA adapter continued across iterations: the paper fine-tunes its latest model every
@@ -52,6 +56,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -78,7 +83,7 @@ from stratagem.training.args import (
 from stratagem.training.checkpoints import Checkpoints, NoOptimizer, TrainerState
 from stratagem.training.policy import load_policy
 from stratagem.training.rollouts import opponent as opponent_agent
-from stratagem.training.selfplay_data import kept_seats, sft_rows
+from stratagem.training.selfplay_data import ContextSplit, kept_seats, sft_rows, split_contexts
 from stratagem.training.selfplay_report import evaluation_row, write_reports
 from stratagem.training.trl_config import IGNORE, sft_config
 
@@ -120,6 +125,10 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
     """Peak learning rate of each iteration's SFT (cosine schedule)."""
     epochs: float = 3.0
     """Passes over an iteration's kept chats (seed 002: 3)."""
+    contexts: Path | None = None
+    """A context file in the original DoND format (a line per seat's view: count value count
+    value count value) to play every game on, instead of every valid context; either way a
+    tenth of the contexts is held out for evaluation and never trained on."""
 
     def check(self) -> None:
         """Refuse, before any model loads, settings the trainer cannot run.
@@ -157,6 +166,8 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
                 "(or auto), or --patience 0"
             )
         get_strategy("dond", self.opponent)  # UnknownNameError, with a "did you mean"
+        if self.contexts is not None and not Path(self.contexts).is_file():
+            raise ConfigError(f"--contexts: no file {self.contexts}")
         check_adapters(self)
 
     def fingerprint(self) -> dict[str, Any]:
@@ -167,6 +178,7 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
         for runtime in ("iterations", "patience", "max_live", "save_total_limit"):
             d.pop(runtime)
         d["out"] = str(d["out"])
+        d["contexts"] = None if self.contexts is None else str(self.contexts)
         return d
 
     @property
@@ -199,17 +211,27 @@ def selfplay_agent(policy, tokenizer, game: Game, args: SelfPlayArgs, iteration:
     return LLMAgent(backend, game, sampling)
 
 
+def dond_game(args: SelfPlayArgs) -> Any:
+    """The game of every self-play game: DoND under ``args``' λ, turn cap and contexts."""
+    from stratagem.games import get_game
+
+    contexts = None if args.contexts is None else str(args.contexts)
+    return get_game("dond", lam=args.lam, max_turns=args.max_turns, contexts=contexts)
+
+
 def game_specs(
     phase: Literal["train", "selfplay", "fixed"],
     agent: Agent,
     opponent: Agent,
     args: SelfPlayArgs,
     iteration: int,
+    split: ContextSplit | None = None,
 ) -> list[EpisodeSpec]:
-    """The games of one phase of ``iteration``: ``train`` — K self-play games on fresh contexts;
-    ``selfplay`` — ``eval_games`` self-play games; ``fixed`` — ``eval_games`` games against
-    ``opponent``, the agent in seat k mod 2. Evaluation games draw the same contexts every
-    iteration."""
+    """The games of one phase of ``iteration``: ``train`` — K self-play games on fresh training
+    contexts; ``selfplay`` — ``eval_games`` self-play games; ``fixed`` — ``eval_games`` games
+    against ``opponent``, the agent in seat k mod 2. Evaluation games draw held-out contexts,
+    the same ones every iteration. ``split`` defaults to the split of ``args``' contexts."""
+    split = split or split_contexts(dond_game(args).contexts, args.seed)
     specs = []
     count = args.games if phase == "train" else args.eval_games
     for k in range(count):
@@ -224,7 +246,8 @@ def game_specs(
             seed = derive(args.seed, "selfplay-fixed", k)
             meta["seat"] = k % 2
             agents = (agent, opponent) if k % 2 == 0 else (opponent, agent)
-        specs.append(EpisodeSpec(f"{iteration}/{phase}/{k}", seed, agents, meta))
+        context = split.draw(held_out=phase != "train", seed=seed)
+        specs.append(EpisodeSpec(f"{iteration}/{phase}/{k}", seed, agents, meta, context))
     return specs
 
 
@@ -238,9 +261,6 @@ def play_games(game: Game, specs: Sequence[EpisodeSpec], path: Path, key: str, m
     wanted = {s.episode_id for s in keyed}
     found = {t.episode_id: t for t in read_traces(path) if t.episode_id in wanted}
     return [found[s.episode_id] for s in keyed if s.episode_id in found]
-
-
-# ---- the kept set and its loss masks ----
 
 
 # ---- the SFT ----
@@ -289,10 +309,9 @@ def stalled(values: Sequence[float], patience: int) -> bool:
 
 def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
     """Run (or resume) filtered-BC self-play; returns the run folder."""
-    from stratagem.games import get_game
-
     args.check()
-    game = get_game("dond", lam=args.lam, max_turns=args.max_turns)
+    game = dond_game(args)
+    split = split_contexts(game.contexts, args.seed)
     opponent = opponent_agent("dond", args.opponent)
     policy, tokenizer = load_policy(args)
     runtime = {
@@ -311,7 +330,7 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
         folder = args.out / "traces"
 
         def games(phase, agent, iteration) -> list[Trace]:
-            specs = game_specs(phase, agent, opponent, args, iteration)
+            specs = game_specs(phase, agent, opponent, args, iteration, split)
             path = folder / f"iteration-{iteration}.jsonl"
             return play_games(game, specs, path, ckpt.run.key, args.max_live)
 
@@ -378,6 +397,8 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
         params = f"--param lam={args.lam:g}"
         if args.max_turns != DEFAULT_MAX_TURNS:
             params += f" --param max_turns={args.max_turns}"
+        if args.contexts is not None:
+            params += f" --param {shlex.quote(f'contexts={args.contexts}')}"
         log(
             f"best by {state.best.metric}: iteration {state.best.step} (evaluate with: stratagem "
             f"eval --game dond {params} --agent hf --adapter {stack})"

@@ -1,18 +1,63 @@
-"""Filtered behaviour cloning's kept set and its loss masks (SPEC §7; seed 002 §3): which (game,
-seat) pairs of an iteration are kept, the chat each kept seat held, and its tokenized row with the
-loss on that seat's accepted answers only. See ``selfplay``'s module docstring for the loop.
+"""Filtered behaviour cloning's data (SPEC §7; seed 002 §3): the contexts its games are played on
+(training and evaluation contexts disjoint), which (game, seat) pairs of an iteration are kept,
+the chat each kept seat held, and its tokenized row with the loss on that seat's accepted answers
+only. See ``selfplay``'s module docstring for the loop.
 """
 
 from __future__ import annotations
 
 import math
-import sys
+import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from stratagem.errors import ConfigError
 from stratagem.game import Seat
+from stratagem.games.dond import Context
 from stratagem.metrics.dond import accepted, complete
+from stratagem.seeding import derive
 from stratagem.trace import Trace
 from stratagem.training.trl_config import IGNORE, tokenize_chat
+
+EVAL_SHARE = 0.1  # of the contexts, held out for evaluation
+
+
+@dataclass(frozen=True)
+class ContextSplit:
+    """The contexts of self-play's training games and of its evaluation games: disjoint."""
+
+    train: tuple[Context, ...]
+    held_out: tuple[Context, ...]
+
+    def draw(self, held_out: bool, seed: int) -> Context:
+        """Returns the context of a game seeded ``seed``, from the held-out or training side."""
+        pool = self.held_out if held_out else self.train
+        return random.Random(derive(seed, "context")).choice(pool)
+
+
+def split_contexts(
+    contexts: Sequence[Context], seed: int, share: float = EVAL_SHARE
+) -> ContextSplit:
+    """Splits ``contexts`` by a hash seeded by ``seed``: about ``share`` of them are held out for
+    evaluation, the rest are for training, none on both sides. A context and its mirror (the
+    same counts, the two value vectors swapped: the same game with the seats exchanged) fall on
+    the same side, so no evaluation game is a training game seen from the other seat.
+
+    Raises:
+        ConfigError: a side would be empty (too few contexts to hold some out).
+    """
+    scale = 2**63
+    train: list[Context] = []
+    held_out: list[Context] = []
+    for ctx in contexts:
+        key = (ctx.counts, tuple(sorted(ctx.values)))
+        (held_out if derive(seed, "selfplay-held-out", key) < share * scale else train).append(ctx)
+    if not train or not held_out:
+        raise ConfigError(
+            f"{len(contexts)} contexts are too few to hold {share:.0%} out for evaluation and "
+            "train on the rest"
+        )
+    return ContextSplit(tuple(train), tuple(held_out))
 
 
 def kept_seats(traces: Sequence[Trace], lam: float) -> list[tuple[Trace, Seat]]:
@@ -74,26 +119,17 @@ def seat_tokens(
     tokenizer, messages: list[dict[str, str]], trained: Sequence[bool], max_length: int
 ) -> dict[str, list[int]]:
     """``input_ids`` and ``labels`` of a chat with the loss on the assistant turns marked in
-    ``trained`` only, cut to ``max_length``.
+    ``trained`` only, at most ``max_length`` tokens.
 
-    ``sft.tokenize_chat`` labels every assistant turn as one run of tokens (its text and the
-    end-of-turn tokens), and user turns separate those runs; the runs of the untrained turns are
-    set to ``IGNORE``. Naive equivalent: tokenize the rendered chat and mask by each turn's
-    character offsets; the tests check that the labelled tokens decode to the trained answers.
+    A longer chat loses its earliest exchanges, never its end (``tokenize_chat``'s
+    ``cut="start"``): the last answer is the final proposal, the move the game's reward is for,
+    and the system turn holds the rules and the seat's private values. The tests check that the
+    labelled tokens decode to the trained answers.
 
     Raises:
-        ValueError: the labelled runs do not match the assistant turns one to one (an empty
-            answer under a template that renders nothing for it).
+        ValueError: ``trained`` does not hold one flag per assistant turn.
     """
-    full = tokenize_chat(tokenizer, messages, max_length=sys.maxsize)
-    labels = list(full["labels"])
-    runs = label_runs(labels)
-    if len(runs) != len(trained):
-        raise ValueError(f"{len(runs)} labelled runs for {len(trained)} assistant turns")
-    for (start, end), keep in zip(runs, trained, strict=True):
-        if not keep:
-            labels[start:end] = [IGNORE] * (end - start)
-    return {"input_ids": full["input_ids"][:max_length], "labels": labels[:max_length]}
+    return tokenize_chat(tokenizer, messages, max_length, trained=trained, cut="start")
 
 
 def sft_rows(tokenizer, kept: Sequence[tuple[Trace, Seat]], max_length: int) -> list[dict]:

@@ -3,7 +3,9 @@
 TRL's ``SFTTrainer`` with a PEFT LoRA adapter on the attention projections of the language model
 only (rank 32, α 64, dropout 0.05), cosine schedule with 5 % warmup, an eval split and
 checkpoints. Each row is one multi-turn chat (one episode of one demonstrator); the loss covers
-**every assistant turn** and nothing else (``trl_config.tokenize_chat``).
+**every accepted assistant turn** and nothing else (``trl_config.tokenize_chat``). Answers the
+game refused stay in the context without loss, and a chat of an aborted game carries no loss at
+all, so it is left out (SPEC §7; ``chat_tokens`` says how rows mark them).
 
 Departures from the paper, on purpose: the CPU demo raises the learning rate (2e-4 instead of
 2e-5) and caps the steps, so that a few hundred steps teach the answer format; the GPU recipe
@@ -12,6 +14,8 @@ keeps the paper's settings.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +24,7 @@ from stratagem.errors import ConfigError
 from stratagem.settings import opt
 from stratagem.training.args import ModelArgs, RunArgs, TRLArgs
 from stratagem.training.policy import TARGET_MODULES, model_path
-from stratagem.training.trl_config import sft_config, tokenize_chat
+from stratagem.training.trl_config import IGNORE, refused_turns, sft_config, tokenize_chat
 
 
 @dataclass
@@ -66,45 +70,80 @@ class SFTArgs(TRLArgs, RunArgs, ModelArgs):
             )
 
 
+def chat_tokens(tokenizer: Any, row: Mapping[str, Any], max_length: int) -> dict[str, list[int]]:
+    """``input_ids`` and ``labels`` of one ``gen-sft`` row, cut at ``max_length`` tokens.
+
+    A ``messages`` row (a whole chat) is trained on every assistant turn; a ``prompt`` /
+    ``completion`` row (``gen-sft --turns``) on its completion only. Either way an answer the
+    game refused carries no loss (``trl_config.refused_turns``: the message's ``"refused":
+    true``, or a correction right after it), and a row marked ``"aborted": true`` (a game the
+    rules aborted, e.g. Deal or No Deal after five refused answers in a row) carries none at all.
+    """
+    if row.get("messages"):
+        messages, targets = list(row["messages"]), "all"
+    else:
+        messages, targets = list(row["prompt"]) + list(row["completion"]), "last"
+    aborted = bool(row.get("aborted"))
+    trained = [not (refused or aborted) for refused in refused_turns(messages)]
+    return tokenize_chat(tokenizer, messages, max_length, targets=targets, trained=trained)
+
+
+def read_rows(path: Path, games: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """The JSONL rows of ``path`` (of ``games`` only, when given), read as plain JSON: rows may
+    carry markers (``refused``, ``aborted``) that some rows lack, which a columnar loader would
+    have to reconcile."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                row = json.loads(line)
+                if not games or row.get("game") in games:
+                    rows.append(row)
+    return rows
+
+
+def token_rows(tokenizer: Any, rows: list[dict[str, Any]], max_length: int) -> list[dict]:
+    """The rows tokenized (``chat_tokens``), those with no token in the loss left out."""
+    out = []
+    for row in rows:
+        tokens = chat_tokens(tokenizer, row, max_length)
+        if any(label != IGNORE for label in tokens["labels"]):
+            out.append(tokens)
+    return out
+
+
 def train_sft(args: SFTArgs, resume: bool = True) -> Path:
-    """Train and return the adapter folder (``out/adapter``)."""
+    """Train and return the adapter folder (``out/adapter``).
+
+    Raises:
+        ConfigError: the data holds no row (of ``args.games``) with a token to train on.
+    """
     import torch
-    from datasets import load_dataset
+    from datasets import Dataset
     from peft import LoraConfig
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTTrainer
 
     path = model_path(args.model)
     tokenizer = AutoTokenizer.from_pretrained(path)
+    rows = read_rows(args.data / "train.jsonl", args.games)
+    if not rows:
+        if args.games and read_rows(args.data / "train.jsonl"):
+            raise ConfigError(f"{args.data} holds no rows of {', '.join(args.games)}")
+        raise ConfigError(f"{args.data}/train.jsonl holds no chats")
+    train_rows = token_rows(tokenizer, rows, args.max_length)
+    if not train_rows:
+        raise ConfigError(f"{args.data}: no chat has an accepted answer to train on")
     model = AutoModelForCausalLM.from_pretrained(
         path, dtype=torch.bfloat16 if args.bf16 else torch.float32
     )
-    files = {
-        split: str(args.data / f"{split}.jsonl")
-        for split in ("train", "test")
-        if (args.data / f"{split}.jsonl").stat().st_size  # an empty split cannot be loaded
-    }
-    if "train" not in files:
-        raise ConfigError(f"{args.data}/train.jsonl holds no chats")
-    data = load_dataset("json", data_files=files)
-    if args.games:
-        data = data.filter(lambda row: row["game"] in args.games)
-        if not len(data["train"]):
-            raise ConfigError(f"{args.data} holds no rows of {', '.join(args.games)}")
-
-    def tokenized(row: dict[str, Any]) -> dict[str, list[int]]:
-        if row.get("messages"):  # a whole chat: every assistant turn is a target
-            return tokenize_chat(tokenizer, row["messages"], args.max_length)
-        # a prompt/completion row (gen-sft --turns): only the completion is a target
-        messages = row["prompt"] + row["completion"]
-        return tokenize_chat(tokenizer, messages, args.max_length, targets="last")
-
-    keep = ["input_ids", "labels"]
-    train = data["train"].map(tokenized).select_columns(keep)
+    train = Dataset.from_list(train_rows)
     test = None  # no held-out chats: train without evaluation
-    if "test" in data and len(data["test"]):
-        test = data["test"].select(range(min(args.eval_examples, len(data["test"]))))
-        test = test.map(tokenized).select_columns(keep)
+    test_file = args.data / "test.jsonl"
+    if test_file.exists():
+        held_out = read_rows(test_file, args.games)[: args.eval_examples]
+        test_rows = token_rows(tokenizer, held_out, args.max_length)
+        test = Dataset.from_list(test_rows) if test_rows else None
     config = sft_config(
         args,
         output_dir=args.out,

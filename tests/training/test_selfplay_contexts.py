@@ -1,0 +1,94 @@
+"""Self-play's contexts: `train selfplay --contexts FILE` plays its games on a DoND context file,
+and evaluation contexts are held out from training by construction."""
+
+from __future__ import annotations
+
+import pytest
+
+from stratagem.errors import ConfigError
+from stratagem.games.dond import Context, all_contexts
+from stratagem.strategies import get_strategy
+from stratagem.training import selfplay
+from stratagem.training.selfplay import SelfPlayArgs
+from stratagem.training.selfplay_data import split_contexts
+
+
+def mirror(ctx: Context) -> Context:
+    return Context(ctx.counts, (ctx.values[1], ctx.values[0]))
+
+
+def test_evaluation_contexts_are_disjoint_from_training_contexts():
+    every = all_contexts()
+    split = split_contexts(every, seed=0)
+    train, held_out = set(split.train), set(split.held_out)
+    assert not train & held_out
+    assert train | held_out == set(every) and len(split.train) + len(split.held_out) == len(every)
+    assert 0.08 < len(held_out) / len(every) < 0.12
+    assert all(mirror(c) in held_out for c in held_out)  # no game seen from the other seat
+    assert split_contexts(every, seed=0) == split  # seeded: the same split every run
+    assert set(split_contexts(every, seed=1).held_out) != held_out
+
+
+def scenario_set(specs) -> set[Context]:
+    return {s.scenario for s in specs}
+
+
+def test_self_play_games_train_and_evaluate_on_disjoint_contexts():
+    agent = opponent = get_strategy("dond", "FairSplit")
+    args = SelfPlayArgs(games=200, eval_games=100)
+    split = split_contexts(all_contexts(), args.seed)
+    trained = set()
+    for iteration in (1, 2, 3):
+        trained |= scenario_set(selfplay.game_specs("train", agent, agent, args, iteration))
+    evaluated = scenario_set(selfplay.game_specs("selfplay", agent, agent, args, 1))
+    evaluated |= scenario_set(selfplay.game_specs("fixed", agent, opponent, args, 1))
+    assert len(trained) > 450 and len(evaluated) > 150
+    assert not trained & evaluated  # today's overlap was 119 of 200
+    assert trained <= set(split.train) and evaluated <= set(split.held_out)
+    mirrored = {mirror(c) for c in evaluated}
+    assert not trained & mirrored
+
+
+def write_context_file(path, contexts) -> None:
+    lines = []
+    for ctx in contexts:
+        for values in ctx.values:
+            lines.append(" ".join(f"{n} {v}" for n, v in zip(ctx.counts, values, strict=True)))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_context_file_is_what_self_play_plays_on(tmp_path):
+    chosen = all_contexts()[::97]  # 60 contexts
+    path = tmp_path / "contexts.txt"
+    write_context_file(path, chosen)
+    args = SelfPlayArgs(contexts=path, games=50, eval_games=20)
+    args.check()
+    assert selfplay.dond_game(args).contexts == tuple(chosen)
+    agent = opponent = get_strategy("dond", "FairSplit")
+    trained = scenario_set(selfplay.game_specs("train", agent, agent, args, 1))
+    evaluated = scenario_set(selfplay.game_specs("fixed", agent, opponent, args, 1))
+    assert trained <= set(chosen) and evaluated <= set(chosen)
+    assert trained and evaluated and not trained & evaluated
+    assert args.fingerprint()["contexts"] == str(path)
+    with pytest.raises(ConfigError, match="--contexts: no file"):
+        SelfPlayArgs(contexts=tmp_path / "missing.txt").check()
+    write_context_file(path, chosen[:1])
+    with pytest.raises(ConfigError, match="too few"):
+        selfplay.game_specs("train", agent, agent, args, 1)
+
+
+def test_train_selfplay_takes_contexts_on_the_command_line(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from stratagem.cli import train as cli
+
+    path = tmp_path / "contexts.txt"
+    write_context_file(path, all_contexts()[::97])
+    seen = []
+    monkeypatch.setattr(selfplay, "train_selfplay", lambda args, log: seen.append(args) or tmp_path)
+    monkeypatch.setattr(cli, "_next_steps", lambda args, folder: [])
+    result = CliRunner().invoke(
+        cli._trainers(None), ["selfplay", "--contexts", str(path), "--out", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 0, result.output
+    assert [a.contexts for a in seen] == [path]
