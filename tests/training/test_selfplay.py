@@ -20,8 +20,15 @@ from stratagem.settings import field_docs
 from stratagem.strategies import get_strategy
 from stratagem.trace import Trace, read_traces
 from stratagem.training import selfplay
-from stratagem.training.selfplay import SelfPlayArgs, stalled, train_selfplay
-from stratagem.training.selfplay_data import kept_seats, label_runs, seat_chat, seat_tokens
+from stratagem.training.selfplay import SelfPlayArgs, train_selfplay
+from stratagem.training.selfplay_data import (
+    kept_seats,
+    label_runs,
+    play_games,
+    seat_chat,
+    seat_tokens,
+    stalled,
+)
 from stratagem.training.trl_config import IGNORE
 
 END = "<|im_end|>\n"  # how SmolLM2's template closes a turn
@@ -192,11 +199,11 @@ def test_self_play_is_one_batched_call_per_tick_and_a_rerun_reads_the_games_back
     args = SelfPlayArgs(games=3, eval_games=4)
     specs = selfplay.game_specs("train", agent, agent, args, iteration=1)
     path = tmp_path / "iteration-1.jsonl"
-    traces = selfplay.play_games(game, specs, path, "key", max_live=3)
+    traces = play_games(game, specs, path, "key", max_live=3)
     assert backend.calls == [3] * 5  # both seats are one agent: each tick, one call for all
     assert [t.episode_id for t in traces] == ["key/1/train/0", "key/1/train/1", "key/1/train/2"]
     assert all(t.rounds[-1].info["aborted"] for t in traces)
-    assert selfplay.play_games(game, specs, path, "key", max_live=3) == traces
+    assert play_games(game, specs, path, "key", max_live=3) == traces
     assert backend.calls == [3] * 5  # nothing played again
 
     opponent = get_strategy("dond", "FairSplit")

@@ -185,11 +185,10 @@ def _train(trainer: Trainer, chosen: dict[str, list[Any]]) -> None:
 
 
 def _next_steps(args: Any, folder: Path) -> list[str]:
-    """How to evaluate what a trainer wrote: the best checkpoint's adapter stack, or the
-    adapter of an SFT run."""
-    game = getattr(args, "game", None) or (args.games[0] if getattr(args, "games", None) else None)
-    best = folder / "best.json"
-    if best.exists():
+    """How to evaluate what a trainer wrote: the best checkpoint's adapters, or SFT's adapter."""
+    games = getattr(args, "games", None)  # SFT: a tuple of game ids; self-play: a count
+    game = getattr(args, "game", None) or (games[0] if isinstance(games, tuple) and games else None)
+    if (best := folder / "best.json").exists() and game is not None:
         chosen = json.loads(best.read_text())
         stack = ",".join([*filter(None, [chosen.get("below")]), str(folder / chosen["adapter"])])
         return [

@@ -53,7 +53,6 @@ Departures from the paper, on purpose:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import shlex
@@ -68,9 +67,9 @@ from stratagem.errors import ConfigError
 from stratagem.game import Game
 from stratagem.games.dond import DEFAULT_MAX_TURNS
 from stratagem.metrics.dond import complete
-from stratagem.play import EpisodeSpec, play
+from stratagem.play import EpisodeSpec
 from stratagem.seeding import derive
-from stratagem.trace import Trace, TraceWriter, read_traces
+from stratagem.trace import Trace
 from stratagem.training.args import (
     PolicyArgs,
     RunArgs,
@@ -83,8 +82,15 @@ from stratagem.training.args import (
 from stratagem.training.checkpoints import Checkpoints, NoOptimizer, TrainerState
 from stratagem.training.policy import load_policy
 from stratagem.training.rollouts import opponent as opponent_agent
-from stratagem.training.selfplay_data import ContextSplit, kept_seats, sft_rows, split_contexts
-from stratagem.training.selfplay_report import evaluation_row, write_reports
+from stratagem.training.selfplay_data import (
+    ContextSplit,
+    kept_seats,
+    play_games,
+    sft_rows,
+    split_contexts,
+    stalled,
+)
+from stratagem.training.selfplay_report import evaluation_row, headline, write_reports
 from stratagem.training.trl_config import IGNORE, sft_config
 
 Log = Callable[[str], None]
@@ -251,18 +257,6 @@ def game_specs(
     return specs
 
 
-def play_games(game: Game, specs: Sequence[EpisodeSpec], path: Path, key: str, max_live: int):
-    """Plays the ``specs`` not yet in the trace file ``path`` (appending each as it ends) and
-    returns the traces of all of them, in spec order. Episode ids get the run's ``key``."""
-    keyed = [dataclasses.replace(s, episode_id=f"{key}/{s.episode_id}") for s in specs]
-    with TraceWriter(path) as writer:
-        for trace in play(game, keyed, max_live=max_live, skip=writer.done, on_error="record"):
-            writer.write(trace)
-    wanted = {s.episode_id for s in keyed}
-    found = {t.episode_id: t for t in read_traces(path) if t.episode_id in wanted}
-    return [found[s.episode_id] for s in keyed if s.episode_id in found]
-
-
 # ---- the SFT ----
 
 
@@ -294,14 +288,6 @@ def fine_tune(
     result = trainer.train()
     policy.eval()
     return {"sft_loss": float(result.training_loss), "sft_steps": int(result.global_step)}
-
-
-def stalled(values: Sequence[float], patience: int) -> bool:
-    """Whether the last ``patience`` values brought nothing above the best value before them
-    (never with ``patience`` 0, or before there are ``patience`` + 1 values)."""
-    if patience < 1 or len(values) <= patience:
-        return False
-    return max(values[-patience:]) <= max(values[:-patience])
 
 
 # ---- the loop ----
@@ -343,7 +329,7 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
             )
             row["eval_seconds"] = time.perf_counter() - start
             state.record_eval(row, args.selection)
-            log(json.dumps({"iteration": iteration, **_headline(row)}))
+            log(json.dumps({"iteration": iteration, **headline(row)}))
             ckpt.save(state, policy, optimizer)
             write_reports(args.out, state, args.opponent)
 
@@ -408,12 +394,3 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
 
 def _mean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values) if values else 0.0
-
-
-def _headline(row: dict) -> dict[str, float]:
-    keys = ("score", "agreement_rate", "pareto_rate", "dialogue_words", "vocabulary_size")
-    return {
-        f"{prefix}_{k}": round(row[f"{prefix}_{k}"]["value"], 4)
-        for prefix in ("selfplay", "fixed")
-        for k in keys
-    }

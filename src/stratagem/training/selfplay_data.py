@@ -6,17 +6,20 @@ only. See ``selfplay``'s module docstring for the loop.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from stratagem.errors import ConfigError
-from stratagem.game import Seat
+from stratagem.game import Game, Seat
 from stratagem.games.dond import Context
 from stratagem.metrics.dond import accepted, complete
+from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
-from stratagem.trace import Trace
+from stratagem.trace import Trace, TraceWriter, read_traces
 from stratagem.training.trl_config import IGNORE, tokenize_chat
 
 EVAL_SHARE = 0.1  # of the contexts, held out for evaluation
@@ -140,3 +143,23 @@ def sft_rows(tokenizer, kept: Sequence[tuple[Trace, Seat]], max_length: int) -> 
         if any(label != IGNORE for label in row["labels"]):
             rows.append(row)
     return rows
+
+
+def play_games(game: Game, specs: Sequence[EpisodeSpec], path: Path, key: str, max_live: int):
+    """Plays the ``specs`` not yet in the trace file ``path`` (appending each as it ends) and
+    returns the traces of all of them, in spec order. Episode ids get the run's ``key``."""
+    keyed = [dataclasses.replace(s, episode_id=f"{key}/{s.episode_id}") for s in specs]
+    with TraceWriter(path) as writer:
+        for trace in play(game, keyed, max_live=max_live, skip=writer.done, on_error="record"):
+            writer.write(trace)
+    wanted = {s.episode_id for s in keyed}
+    found = {t.episode_id: t for t in read_traces(path) if t.episode_id in wanted}
+    return [found[s.episode_id] for s in keyed if s.episode_id in found]
+
+
+def stalled(values: Sequence[float], patience: int) -> bool:
+    """Whether the last ``patience`` values brought nothing above the best value before them
+    (never with ``patience`` 0, or before there are ``patience`` + 1 values)."""
+    if patience < 1 or len(values) <= patience:
+        return False
+    return max(values[-patience:]) <= max(values[:-patience])

@@ -95,3 +95,13 @@ def iterations_markdown(state: TrainerState, opponent: str) -> str:
             f"| {cell(row, 'fixed_pareto_rate')} | {kept} | {loss} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def headline(row: dict) -> dict[str, float]:
+    """The curves' quantities of an evaluation row, rounded, for the progress log."""
+    keys = ("score", "agreement_rate", "pareto_rate", "dialogue_words", "vocabulary_size")
+    return {
+        f"{prefix}_{k}": round(row[f"{prefix}_{k}"]["value"], 4)
+        for prefix in ("selfplay", "fixed")
+        for k in keys
+    }
