@@ -112,6 +112,7 @@ class Chat:
     messages: list[dict[str, str]]
     score: float | None = None  # the seat's episode payoff, when the chat comes from a trace
     agreement: bool | None = None  # whether the episode ended in an agreement, when recorded
+    aborted: bool | None = None  # whether the rules aborted the episode (no loss on the chat)
 
     @property
     def decisions(self) -> int:
@@ -120,7 +121,7 @@ class Chat:
 
     def outcome(self) -> dict:
         """``score`` and ``agreement``, those that are known (rows carry them)."""
-        known = {"score": self.score, "agreement": self.agreement}
+        known = {"score": self.score, "agreement": self.agreement, "aborted": self.aborted}
         return {k: v for k, v in known.items() if v is not None}
 
     def row(self) -> dict:
@@ -310,7 +311,7 @@ def simulated_chats(
         for seat in (0, 1):
             if names[seat] not in wanted or (keep is not None and not keep(trace, seat)):
                 continue
-            turns = [m.to_dict() for m in episode.chat(seat)]
+            turns = mark_refused([m.to_dict() for m in episode.chat(seat)], trace, seat)
             if not turns:
                 continue
             actions = tuple(d.action for d in trace.decisions if d.seat == seat)
@@ -324,7 +325,23 @@ def simulated_chats(
                 messages,
                 score=score,
                 agreement=agreement_of(trace),
+                aborted=bool(trace.rounds and trace.rounds[-1].info.get("aborted")) or None,
             )
+
+
+def mark_refused(turns: list[dict], trace: Trace, seat: int) -> list[dict]:
+    """``turns`` (the seat's chat after the system turn) with ``"refused": true`` on each
+    assistant answer the game refused: one the seat answered again (its next decision is a
+    retry, ``attempt`` > 0) and the answer that made the rules abort the game. ``train sft``
+    carries no loss on them (SPEC §7)."""
+    decisions = [d for d in trace.decisions if d.seat == seat]
+    aborted_by = trace.rounds[-1].info.get("aborted_by") if trace.rounds else None
+    refused = [later.attempt > 0 for later in decisions[1:]] + [aborted_by == seat]
+    answers = [m for m in turns if m["role"] == "assistant"]
+    for message, was_refused in zip(answers, refused, strict=False):
+        if was_refused:
+            message["refused"] = True
+    return turns
 
 
 def write_chats(
