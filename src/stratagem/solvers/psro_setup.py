@@ -54,7 +54,9 @@ def _dialogue(settings: Any) -> tuple[Any, Any, str]:
 
     if settings.oracle == "exact":
         raise ConfigError("dialogue games use the candidates oracle (no exact best response)")
-    domain, scenarios, tree_args = dialogue_setup(settings, settings.game, settings.scenarios)
+    domain, scenarios, tree_args = dialogue_setup(
+        settings, settings.game, settings.scenarios, baseline=False
+    )
     initial = list(settings.initial or domain.instructions)
     candidates = settings.candidates or [*domain.definitions, ANY]
     for name in [*initial, *candidates]:

@@ -109,6 +109,9 @@ class Domain:
         self.instructions = tuple(self.instructions or self.default_instructions)
         if not self.instructions:
             raise ConfigError(f"{self.name}: the instruction set is empty")
+        twice = sorted({i for i in self.instructions if self.instructions.count(i) > 1})
+        if twice:
+            raise ConfigError(f"{self.name}: instructions given twice: {', '.join(twice)}")
         for instruction in self.instructions:
             self.check_instruction(instruction)
 
