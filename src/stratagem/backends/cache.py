@@ -34,7 +34,17 @@ from stratagem.backends.base import Backend, Chat, Generation, Sampling, StopChe
 
 FAILED = ("error", "empty")  # finish reasons of a generation that is not an answer
 STORED = ("stop", "length", "action")  # finish reasons of a complete answer, the only ones kept
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".json", ".model")
+WEIGHT_SUFFIXES = (
+    ".safetensors",
+    ".bin",
+    ".pt",
+    ".pth",
+    ".gguf",
+    ".json",
+    ".model",
+    ".jinja",
+    ".txt",
+)
 
 
 def failed(gen: Generation) -> bool:
