@@ -183,6 +183,7 @@ def readable_policy(tree: Any, policy: Any) -> list[dict[str, Any]]:
     from stratagem.tree import walk
 
     out, seen = [], set()
+    node: Any  # a DialogueNode (walk yields the Node protocol)
     for node in walk(tree.root):
         if node.player in (0, 1) and node.infoset() not in seen:
             seen.add(node.infoset())
