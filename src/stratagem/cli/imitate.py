@@ -5,9 +5,7 @@ batched model call per depth), solves every tree with CFR, trains the imitation 
 training trees' (embedded information state, CFR policy) pairs (``training.imitation``), steers
 the held-out trees with it and evaluates the 2×2 meta-game steered vs unsteered LLM (seed 003
 §4). Writes the config, ``losses.csv`` and ``loss.png``, the MLP (``mlp.pt``), the meta-game
-(``meta_game.json``), ``summary.json`` and ``table.md``. Settings and the embedder are checked
-before the first model call; a scenario with a failed generation stops the run before CFR with
-exit 1 naming it (failures are never cached: running again retries them).
+(``meta_game.json``), ``summary.json`` and ``table.md``. A failed generation stops it before CFR.
 """
 
 from __future__ import annotations

@@ -60,23 +60,16 @@ class PSROConfig(RunGroup, DialogueSettings):
 
 def psro_command(cfg: PSROConfig) -> None:
     """Grow each seat's population by best responses to a meta-solver's meta-strategy."""
-    from stratagem.errors import ConfigError, UnknownNameError
+    from stratagem.errors import UnknownNameError
     from stratagem.report.solve import write_meta_game
     from stratagem.solvers.games import dialogue_games
     from stratagem.solvers.matrix import META_SOLVERS
     from stratagem.solvers.psro import plot_meta_strategies, psro
-    from stratagem.solvers.psro_setup import psro_start
+    from stratagem.solvers.psro_setup import disagreement_point, psro_start
 
     if cfg.meta_solver not in META_SOLVERS:
         raise UnknownNameError("meta-solver", cfg.meta_solver, META_SOLVERS)
-    point = None
-    if cfg.disagreement is not None:
-        if cfg.meta_solver != "nash-bargaining" or len(cfg.disagreement) != 2:
-            raise ConfigError(
-                "--disagreement takes two payoffs (seat 0, seat 1) and only with "
-                f"--meta-solver nash-bargaining (got {cfg.disagreement} with {cfg.meta_solver})"
-            )
-        point = (float(cfg.disagreement[0]), float(cfg.disagreement[1]))
+    point = disagreement_point(cfg)
     dialogue = cfg.game in dialogue_games()
     if not dialogue:
         cfg.refuse_dialogue_settings(("propose", "scenarios"))

@@ -6,10 +6,8 @@ Poker writes the config, the average policy (``policy.json``), the exploitabilit
 expands one tree per scenario (one batched model call per depth, through the response cache),
 solves each and writes ``expansion.json``, ``dialogues.jsonl``, ``policy.json``, ``metrics.csv``,
 ``summary.json``, ``table.md`` (seed 003 Table 1), ``metrics.png``, ``exploitability.png``; with
-``--steering`` / ``--judge`` the steering and judge accuracy tables. A scenario whose tree holds a
-dialogue without a payoff (a failed generation, an unparsed judge answer) is not solved; the
-others are, and the command then exits 1 naming it (failed generations are never cached, so
-running again retries them). Instructions, domain and counts are checked before any model call.
+``--steering`` / ``--judge`` the steering and judge accuracy tables. A scenario with a dialogue
+without a payoff (failed generation, unparsed judge answer) is not solved: exit 1 naming it.
 """
 
 from __future__ import annotations
@@ -123,7 +121,7 @@ def solve_dialogue(cfg: SolveConfig, folder: Path) -> None:
     summary = summarize(results) if results else {}
     meta = {"game": cfg.game, "model": backend.model_id, "instructions": list(domain.instructions)}
     meta |= {"scenarios": len(trees), "solved": len(results), "failed": failed}
-    meta["failures"] = solved["failures"]
+    meta |= {"failures": solved["failures"]}
     meta |= {k: asdict(v) for k, v in summary.items()}
     meta["expansion"] = {k: v for k, v in asdict(stats).items() if k != "batches"}
     meta["solve_seconds"] = solved["seconds"]
