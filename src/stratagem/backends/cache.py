@@ -8,7 +8,13 @@ corrupt entry is a miss with a warning; concurrent writers are serialised by SQL
 
 ``CachedBackend`` is how dialogue trees call their model: its first answer to a (model, chat,
 sampling, seed) is the answer from then on, so a rerun, a second solver or a PSRO cell that shares
-a prefix costs no model call and sees the same text, and it counts what reached the backend.
+a prefix costs no model call and sees the same text, and it counts what reached the backend. A
+failed generation (finish reason ``error`` or ``empty``: a dead endpoint, a server error, null
+content) is returned to the caller as the failure it is and never stored, so a rerun asks again.
+
+The model in the key is the backend's ``fingerprint`` where it has one (a content hash of the
+weights, adapter and dtype of a local model: ``weights_fingerprint``), else its ``model_id``: a
+model retrained at the same path is a different model and misses the cache (RELIABILITY C1).
 """
 
 from __future__ import annotations
@@ -25,6 +31,68 @@ from pathlib import Path
 from typing import Any
 
 from stratagem.backends.base import Backend, Chat, Generation, Sampling, StopCheck
+
+FAILED = ("error", "empty")  # finish reasons of a generation that is not an answer
+STORED = ("stop", "length", "action")  # finish reasons of a complete answer, the only ones kept
+WEIGHT_SUFFIXES = (
+    ".safetensors",
+    ".bin",
+    ".pt",
+    ".pth",
+    ".gguf",
+    ".json",
+    ".model",
+    ".jinja",
+    ".txt",
+)
+
+
+def failed(gen: Generation) -> bool:
+    """Whether ``gen`` is a failed generation (no answer) rather than a message."""
+    return gen.finish_reason in FAILED
+
+
+def failure_text(gen: Generation) -> str:
+    """A one-line reason for a failed generation (the backend's error, else its finish)."""
+    error = gen.info.get("error") or gen.info.get("malformed") or gen.finish_reason
+    return " ".join(str(error).split())[:200]
+
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256, per process
+
+
+def _file_digest(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _DIGESTS:
+        h = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
+
+
+def weights_fingerprint(
+    model: str | Path, adapters: Sequence[str | Path] = (), dtype: str = ""
+) -> str:
+    """A content hash of a local model: every weights, config and tokenizer file (by suffix,
+    ``WEIGHT_SUFFIXES``) of ``model`` and of each adapter folder, and the dtype. A hub id that
+    is not a local folder contributes its name only (its revision is the caller's to add).
+
+    Reads every file once per process (sha256; memoised by path, size and modification time).
+    """
+    h = hashlib.sha256(f"dtype={dtype}".encode())
+    for root in (model, *adapters):
+        folder = Path(root)
+        if not folder.is_dir():
+            h.update(f"\x00name={root}".encode())
+            continue
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            if path.name.endswith(WEIGHT_SUFFIXES):
+                rel = path.relative_to(folder).as_posix()
+                h.update(f"\x00{rel}={_file_digest(path)}".encode())
+    return h.hexdigest()[:32]
 
 
 def cache_key(**parts: Any) -> str:
@@ -101,11 +169,18 @@ class Usage:
     tokens: int = 0  # tokens the backend generated
     seconds: float = 0.0  # time spent inside backend calls
     batches: list[int] = field(default_factory=list)  # size of each backend call
+    failed: int = 0  # generations that failed (returned as failures, never stored)
 
     def snapshot(self) -> Usage:
         """A copy (to subtract later)."""
         return Usage(
-            self.calls, self.generated, self.hits, self.tokens, self.seconds, list(self.batches)
+            self.calls,
+            self.generated,
+            self.hits,
+            self.tokens,
+            self.seconds,
+            list(self.batches),
+            self.failed,
         )
 
     def since(self, before: Usage) -> Usage:
@@ -117,15 +192,17 @@ class Usage:
             self.tokens - before.tokens,
             self.seconds - before.seconds,
             self.batches[len(before.batches) :],
+            self.failed - before.failed,
         )
 
 
 class CachedBackend:
     """Any backend behind a persistent response cache (``backends.cache.ResponseCache``).
 
-    The key is (model id, chat, sampling, seed, stop rule); with greedy sampling the seed is left
-    out, since it cannot change the text. Misses are deduplicated and sent in one backend call;
-    a call whose answers are all cached never reaches the backend.
+    The key is (model fingerprint, chat, sampling, seed, stop rule); with greedy sampling the
+    seed is left out, since it cannot change the text. Misses are deduplicated and sent in one
+    backend call; a call whose answers are all cached never reaches the backend. A failed
+    generation (``failed``) is returned as it came and never stored, in memory or on disk.
 
     Args:
         backend: Any ``Backend`` (hf, openai, scripted).
@@ -135,6 +212,8 @@ class CachedBackend:
     def __init__(self, backend: Backend, cache: ResponseCache | str | Path | None = None) -> None:
         self.backend = backend
         self.model_id = backend.model_id
+        # what names the exact weights: a content hash where the backend has one (C1)
+        self.fingerprint: str = getattr(backend, "fingerprint", None) or backend.model_id
         self.cache = ResponseCache(cache) if isinstance(cache, str | Path) else cache
         self.memory: dict[str, dict[str, Any]] = {}
         self.usage = Usage()
@@ -167,7 +246,7 @@ class CachedBackend:
         keys = [
             cache_key(
                 kind="generate",
-                model=self.model_id,
+                model=self.fingerprint,
                 chat=[dict(m) for m in chat],
                 sampling=asdict(sampling),
                 seed=None if sampling.greedy else int(seed),
@@ -176,6 +255,7 @@ class CachedBackend:
             for chat, seed in zip(chats, seeds, strict=True)
         ]
         missing: dict[str, int] = {}
+        fresh: dict[str, Generation] = {}  # answers of this call that are not stored
         for i, key in enumerate(keys):
             if key not in missing and self._get(key) is None:
                 missing[key] = i
@@ -195,11 +275,20 @@ class CachedBackend:
             self.usage.generated += len(idx)
             for key, gen in zip(missing, gens, strict=True):
                 self.usage.tokens += gen.tokens
-                self._put(
-                    key, {"text": gen.text, "tokens": gen.tokens, "finish": gen.finish_reason}
-                )
+                if failed(gen):
+                    self.usage.failed += 1
+                    fresh[key] = gen
+                elif gen.finish_reason in STORED:
+                    self._put(
+                        key, {"text": gen.text, "tokens": gen.tokens, "finish": gen.finish_reason}
+                    )
+                else:  # an answer, but not a complete one (cut by a cap): used, not kept
+                    fresh[key] = gen
         out = []
         for key in keys:
+            if key in fresh:
+                out.append(fresh[key])
+                continue
             hit = self.memory[key]
             out.append(
                 Generation(text=hit["text"], tokens=hit["tokens"], finish_reason=hit["finish"])
@@ -211,7 +300,7 @@ class CachedBackend:
     ) -> list[dict[str, float]]:
         """Returns the backend's constrained distribution over each chat's choices (cached)."""
         keys = [
-            cache_key(kind="choices", model=self.model_id, chat=[dict(m) for m in c], choices=cs)
+            cache_key(kind="choices", model=self.fingerprint, chat=[dict(m) for m in c], choices=cs)
             for c, cs in zip(chats, choices, strict=True)
         ]
         missing = {k: i for i, k in enumerate(keys) if self._get(k) is None}

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stratagem.backends.base import Chat, FinishReason, Generation, Sampling, StopCheck
+from stratagem.backends.cache import weights_fingerprint
 from stratagem.backends.chains import Chains
 from stratagem.backends.embedded import EMBEDDED, EMBEDDED_NAME, embedded_dir
 from stratagem.backends.hf_prompts import PromptEncoder, cache_name
@@ -53,6 +54,7 @@ class HFBackend(PromptEncoder):
     """
 
     model_id: str
+    fingerprint: str  # model id, content hash of weights + adapters + dtype (cache keys)
     max_batch: int
     return_ids: bool  # trainers need the exact token ids of prompts and answers
 
@@ -82,6 +84,11 @@ class HFBackend(PromptEncoder):
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model = AutoModelForCausalLM.from_pretrained(path, dtype=self.dtype).to(self.device)
+        # the response cache's key: the weights' content (a hub model's revision), adapters, dtype
+        revision = getattr(self.model.config, "_commit_hash", None) or ""
+        adapters = adapter.split(",") if adapter else []
+        digest = weights_fingerprint(path, adapters, str(self.dtype))
+        self.fingerprint = f"{self.model_id}#{digest}{'@' + revision if revision else ''}"
         if adapter:
             from peft import PeftModel
 
@@ -118,6 +125,7 @@ class HFBackend(PromptEncoder):
         """
         self = cls.__new__(cls)
         self.model, self.tokenizer, self.model_id = model, tokenizer, model_id
+        self.fingerprint = model_id  # a live policy: its weights change; the caller names them
         self.tokenizer.padding_side = "left"
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype

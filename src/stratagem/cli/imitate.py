@@ -5,7 +5,7 @@ batched model call per depth), solves every tree with CFR, trains the imitation 
 training trees' (embedded information state, CFR policy) pairs (``training.imitation``), steers
 the held-out trees with it and evaluates the 2×2 meta-game steered vs unsteered LLM (seed 003
 §4). Writes the config, ``losses.csv`` and ``loss.png``, the MLP (``mlp.pt``), the meta-game
-(``meta_game.json``), ``summary.json`` and ``table.md``.
+(``meta_game.json``), ``summary.json`` and ``table.md``. A failed generation stops it before CFR.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def imitate_command(cfg: ImitateConfig) -> None:
 
     from stratagem.report.solve import imitation_table
     from stratagem.report.solver_plots import plot_loss
-    from stratagem.solvers.dialogue import DialogueTree, expand, setup
+    from stratagem.solvers.dialogue import DialogueTree, check_solvable, expand, setup
     from stratagem.solvers.games import dialogue_games
     from stratagem.training import imitation
 
@@ -64,10 +64,12 @@ def imitate_command(cfg: ImitateConfig) -> None:
         raise ConfigError(
             f"imitate needs a dialogue game ({', '.join(dialogue_games())}), not {cfg.game!r}"
         )
+    # everything the run depends on, before the first model call: settings, then the embedder
+    domain, scenarios, tree_args = setup.dialogue_setup(cfg, cfg.game, cfg.train + cfg.test)
+    embed = imitation.load_embedder()
     folder = cfg.run_folder(Path("runs") / f"imitate-{cfg.game}")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(resolved(cfg), indent=2) + "\n")
-    domain, scenarios, tree_args = setup.dialogue_setup(cfg, cfg.game, cfg.train + cfg.test)
     backend = setup.cached_backend(cfg)
     trees = [DialogueTree(domain, s, backend, **tree_args) for s in scenarios]
     stats = expand(trees)
@@ -75,10 +77,10 @@ def imitate_command(cfg: ImitateConfig) -> None:
         f"expanded {len(trees)} trees: {stats.nodes} nodes, {stats.messages} messages, "
         f"{stats.model_calls} model calls, {stats.cache_hits} cache hits, {stats.seconds:.1f} s"
     )
+    check_solvable(trees)  # exit 1 naming the scenarios with failed generations; rerun retries
     start = time.perf_counter()
     policies = imitation.cfr_policies(trees, cfg.iterations)
     solve_seconds, start = time.perf_counter() - start, time.perf_counter()
-    embed = imitation.load_embedder()
     held_out = trees[cfg.train :]
     data = imitation.build_dataset(trees[: cfg.train], policies[: cfg.train], embed)
     args = imitation.Args(cfg.hidden, cfg.steps, cfg.batch_size, cfg.lr, cfg.seed)

@@ -3,7 +3,9 @@
 Text games are simulated, solver trees can use the exact oracle, dialogue games run PSRO over
 instruction strings (``solvers.psro_setup``). Writes the resolved config, the per-iteration log
 (``psro.json``), the final meta-game (``meta_game.csv``) and the meta-strategy plot
-(``meta_strategy.png``); dialogue runs add ``proposals.json`` and ``usage.json``.
+(``meta_strategy.png``); dialogue runs add ``proposals.json`` and ``usage.json``. ``psro.json``
+names the meta-solver's solution concept and logs each iteration's Nash and CCE gaps on the
+meta-game; ``--disagreement`` sets nash-bargaining's disagreement point.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ class PSROConfig(RunGroup, DialogueSettings):
     """Dialogue: scenarios per cell."""
     tolerance: Annotated[float, Field(ge=0)] = 1e-6
     """Stop when no best response gains more than this."""
+    disagreement: list[float] | None = None
+    """Nash bargaining's disagreement point, one payoff per seat, e.g. 0,0 [each seat's minimum
+    meta-game payoff minus 10% of its payoff range, which rescaling the payoffs cannot change]."""
 
 
 def psro_command(cfg: PSROConfig) -> None:
@@ -60,10 +65,11 @@ def psro_command(cfg: PSROConfig) -> None:
     from stratagem.solvers.games import dialogue_games
     from stratagem.solvers.matrix import META_SOLVERS
     from stratagem.solvers.psro import plot_meta_strategies, psro
-    from stratagem.solvers.psro_setup import psro_start
+    from stratagem.solvers.psro_setup import disagreement_point, psro_start
 
     if cfg.meta_solver not in META_SOLVERS:
         raise UnknownNameError("meta-solver", cfg.meta_solver, META_SOLVERS)
+    point = disagreement_point(cfg)
     dialogue = cfg.game in dialogue_games()
     if not dialogue:
         cfg.refuse_dialogue_settings(("propose", "scenarios"))
@@ -91,6 +97,7 @@ def psro_command(cfg: PSROConfig) -> None:
         iterations=cfg.iterations,
         tolerance=cfg.tolerance,
         on_iteration=show,
+        disagreement=point,
     )
     (folder / "psro.json").write_text(result.to_json() + "\n")
     write_meta_game(result, folder / "meta_game.csv")
@@ -101,7 +108,9 @@ def psro_command(cfg: PSROConfig) -> None:
     values = result.final.values
     console.print(
         f"stopped: {result.stopped} after {len(result.iterations)} iterations; "
-        f"meta-strategy values {values[0]:.4f} / {values[1]:.4f}"
+        f"meta-strategy values {values[0]:.4f} / {values[1]:.4f}; "
+        f"{result.solution_concept}: Nash gap {result.final.nash_gap:.4g}, "
+        f"CCE gap {result.final.cce_gap:.4g}"
     )
     if dialogue:
         usage = oracle.backend.usage

@@ -6,7 +6,8 @@ Poker writes the config, the average policy (``policy.json``), the exploitabilit
 expands one tree per scenario (one batched model call per depth, through the response cache),
 solves each and writes ``expansion.json``, ``dialogues.jsonl``, ``policy.json``, ``metrics.csv``,
 ``summary.json``, ``table.md`` (seed 003 Table 1), ``metrics.png``, ``exploitability.png``; with
-``--steering`` / ``--judge`` the steering and judge accuracy tables.
+``--steering`` / ``--judge`` the steering and judge accuracy tables. A scenario with a dialogue
+without a payoff (failed generation, unparsed judge answer) is not solved: exit 1 naming it.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def solve_dialogue(cfg: SolveConfig, folder: Path) -> None:
     from stratagem.metrics.dialogue import summarize
     from stratagem.report import solve as report
     from stratagem.report.solver_plots import plot_curves, plot_metrics
-    from stratagem.solvers.dialogue import DialogueTree, expand, setup
+    from stratagem.solvers.dialogue import DialogueTree, UnsolvedScenarios, expand, setup
+    from stratagem.solvers.dialogue.expansion import unsolved_message
 
     domain, scenarios, tree_args = setup.dialogue_setup(cfg, cfg.game, cfg.scenarios)
     backend = setup.cached_backend(cfg)
@@ -119,6 +121,7 @@ def solve_dialogue(cfg: SolveConfig, folder: Path) -> None:
     summary = summarize(results) if results else {}
     meta = {"game": cfg.game, "model": backend.model_id, "instructions": list(domain.instructions)}
     meta |= {"scenarios": len(trees), "solved": len(results), "failed": failed}
+    meta |= {"failures": solved["failures"]}
     meta |= {k: asdict(v) for k, v in summary.items()}
     meta["expansion"] = {k: v for k, v in asdict(stats).items() if k != "batches"}
     meta["solve_seconds"] = solved["seconds"]
@@ -137,3 +140,5 @@ def solve_dialogue(cfg: SolveConfig, folder: Path) -> None:
     if cfg.judge:
         report.write_judge(console, cfg, domain, backend, folder)
     console.print(f"wrote {folder}")
+    if failed:  # after writing what did solve: the run is still a failure (exit 1)
+        raise UnsolvedScenarios(unsolved_message(solved["failures"], len(trees)))

@@ -15,12 +15,36 @@ ones (CCE, Nash bargaining) return a genuine joint.
   in one step.
 - ``cce``: the coarse-correlated equilibrium of maximum welfare (Σ of both players' expected
   payoffs), by linear programming.
-- ``zero_sum_nash``: maximin strategies of a zero-sum game by linear programming.
+- ``zero_sum_nash``: maximin strategies of a zero-sum game by linear programming. As a
+  meta-solver (``zero-sum-nash``, ``zero_sum_meta``) it returns a Nash equilibrium or refuses:
+  on a general-sum meta-game maximin ignores the column payoffs, so its profile is kept only
+  where it is an equilibrium anyway (Nash gap 0) and refused otherwise (Nash gap 1/3 on the
+  battle of the sexes).
 - ``nash_bargaining``: the Nash bargaining solution over joint outcomes, the joint distribution
-  maximising Σᵢ log(uᵢ − dᵢ) with disagreement point dᵢ = player i's minimum payoff minus a
-  margin (seed 003, App. D). The feasible payoffs are the convex hull of the outcomes, so the
-  optimum lies on a segment between two outcomes and each segment's optimum has a closed form
-  (the stationary point of a sum of two logarithms): the solver is exact, not iterative.
+  maximising Σᵢ log(uᵢ − dᵢ) over the disagreement point d. The feasible payoffs are the convex
+  hull of the outcomes, so the optimum lies on a segment between two outcomes and each segment's
+  optimum has a closed form (the stationary point of a sum of two logarithms): the solver is
+  exact, not iterative. The disagreement point is settable (``point``); by default the function
+  keeps seed 003's (App. D) "each player's minimum payoff minus a margin", and the
+  ``nash-bargaining`` meta-solver uses ``relative_disagreement``, the minimum minus 10% of the
+  player's payoff range, which (unlike a fixed margin) is invariant to rescaling the payoffs.
+
+What each meta-solver returns (``CONCEPTS``; PSRO logs it with the gaps below):
+
+- ``zero-sum-nash``: a Nash equilibrium (of a constant-sum game);
+- ``cce``: a coarse-correlated equilibrium (a joint; its marginals need not be a Nash
+  equilibrium);
+- ``regret-matching``: the empirical joint play of regret matching, approaching the CCE set
+  (ε-CCE after finitely many iterations);
+- ``replicator``: the time-averaged marginals of replicator dynamics, as independent play; no
+  equilibrium in general (the average keeps the transient, and a rest point need not be one),
+  so its Nash gap is measured, not assumed 0;
+- ``nash-bargaining``: the Nash bargaining solution, a welfare criterion, not an equilibrium;
+- ``uniform``: uniform independent play, not an equilibrium.
+
+``nash_gap`` (NashConv of the marginals played independently: Σ of each player's best-response
+gain) and ``cce_gap`` (Σ of each player's best gain from committing to one action against the
+joint) measure how far a profile is from each concept; 0 at an exact equilibrium.
 """
 
 from __future__ import annotations
@@ -29,6 +53,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from stratagem.errors import ConfigError
 
 Payoffs = np.ndarray  # (m, n)
 
@@ -184,14 +210,34 @@ def _maximin(payoffs: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 def disagreement(row: Payoffs, col: Payoffs, margin: float) -> tuple[float, float]:
-    """Returns each player's minimum payoff minus ``margin`` (seed 003's disagreement point)."""
+    """Returns each player's minimum payoff minus ``margin`` (seed 003's disagreement point;
+    not scale-invariant: see ``relative_disagreement``)."""
     row, col = _check(row, col)
     return float(row.min() - margin), float(col.min() - margin)
 
 
-def nash_bargaining(row: Payoffs, col: Payoffs, margin: float = 0.1) -> Profile:
-    """Returns the joint distribution maximising log(u₀ − d₀) + log(u₁ − d₁), where d is the
-    ``disagreement`` point (``margin`` > 0 keeps every log finite).
+def relative_disagreement(row: Payoffs, col: Payoffs, margin: float = 0.1) -> tuple[float, float]:
+    """Returns each player's minimum payoff minus ``margin`` times that player's payoff range
+    (``margin`` itself when the range is 0): rescaling or shifting a player's payoffs moves its
+    point with them, so the bargaining solution is unchanged (scale-invariant)."""
+    row, col = _check(row, col)
+    out = []
+    for payoffs in (row, col):
+        spread = float(payoffs.max() - payoffs.min())
+        out.append(float(payoffs.min()) - margin * (spread if spread > 0 else 1.0))
+    return out[0], out[1]
+
+
+def nash_bargaining(
+    row: Payoffs,
+    col: Payoffs,
+    margin: float = 0.1,
+    *,
+    point: tuple[float, float] | None = None,
+) -> Profile:
+    """Returns the joint distribution maximising log(u₀ − d₀) + log(u₁ − d₁), where d is
+    ``point`` when given, else the ``disagreement`` point (``margin`` > 0 keeps every log
+    finite). Raises ``ConfigError`` when no outcome is above ``point`` for both players.
 
     Exact: for the segment from outcome Q to outcome P, with a = Q − d and b = P − Q, the
     objective log(a₀ + λb₀) + log(a₁ + λb₁) is concave in λ with its stationary point at
@@ -201,9 +247,9 @@ def nash_bargaining(row: Payoffs, col: Payoffs, margin: float = 0.1) -> Profile:
     optimiser (the tests do, with ``scipy.optimize.minimize``).
     """
     row, col = _check(row, col)
-    if margin <= 0:
+    if point is None and margin <= 0:
         raise ValueError("nash_bargaining needs a positive margin")
-    d = np.array(disagreement(row, col, margin))
+    d = np.array(point if point is not None else disagreement(row, col, margin), dtype=float)
     points = np.stack([row.ravel(), col.ravel()], axis=1)  # (K, 2)
     k = len(points)
     first, second = np.triu_indices(k)  # (L,) segments from Q = points[first] to P = points[second]
@@ -215,7 +261,15 @@ def nash_bargaining(row: Payoffs, col: Payoffs, margin: float = 0.1) -> Profile:
     stationary = np.where(product < 0, np.clip(stationary, 0.0, 1.0), 0.0)
     candidates = np.stack([np.zeros(len(a)), np.ones(len(a)), stationary], axis=1)  # (L, 3)
     u = a[:, None, :] + candidates[:, :, None] * b[:, None, :]  # (L, 3, 2)
-    objective = np.log(u[..., 0]) + np.log(u[..., 1])  # (L, 3)
+    with np.errstate(divide="ignore", invalid="ignore"):  # points below d are infeasible
+        objective = np.where(
+            (u[..., 0] > 0) & (u[..., 1] > 0), np.log(u[..., 0]) + np.log(u[..., 1]), -np.inf
+        )  # (L, 3)
+    if not np.isfinite(objective).any():
+        raise ConfigError(
+            f"nash bargaining: no outcome is above the disagreement point {tuple(map(float, d))} "
+            "for both players; choose a lower point"
+        )
     best = int(np.argmax(objective))
     segment, which = divmod(best, 3)
     lam = float(candidates[segment, which])
@@ -232,12 +286,87 @@ def uniform(row: Payoffs, col: Payoffs) -> Profile:
     return Profile.product(np.full(m, 1 / m), np.full(n, 1 / n))
 
 
+def zero_sum_meta(row: Payoffs, col: Payoffs) -> Profile:
+    """The ``zero-sum-nash`` meta-solver: always a Nash equilibrium, or a ``ConfigError``.
+
+    On a constant-sum game (row + column payoffs constant) the maximin strategies are a Nash
+    equilibrium. On a general-sum game maximin ignores the column payoffs, so its profile is
+    returned only where it is a Nash equilibrium all the same (``nash_gap`` 0, e.g. mutual
+    defection in the prisoner's dilemma); otherwise (the battle of the sexes: gap 1/3) the
+    solver refuses, naming the gap, instead of returning a profile that is no equilibrium.
+    """
+    row, col = _check(row, col)
+    total = row + col
+    scale = max(1.0, float(np.abs(row).max()), float(np.abs(col).max()))
+    profile = zero_sum_nash(row)[0]
+    if float(total.max() - total.min()) <= 1e-9 * scale:
+        return profile
+    gap = nash_gap(profile, row, col)
+    if gap > 1e-9 * scale:
+        raise ConfigError(
+            f"zero-sum-nash on a general-sum meta-game (row + column payoffs range over "
+            f"[{total.min():.4g}, {total.max():.4g}]): its maximin profile is no equilibrium "
+            f"(Nash gap {gap:.4g}); use cce, regret-matching or replicator"
+        )
+    return profile
+
+
+def bargaining(row: Payoffs, col: Payoffs) -> Profile:
+    """The ``nash-bargaining`` meta-solver: ``nash_bargaining`` from the scale-invariant
+    ``relative_disagreement`` point."""
+    return nash_bargaining(row, col, point=relative_disagreement(row, col))
+
+
+def nash_gap(profile: Profile, row: Payoffs, col: Payoffs) -> float:
+    """NashConv of the profile's marginals played independently: Σ over players of the best
+    pure response's payoff minus the marginal's (0 exactly at a Nash equilibrium)."""
+    row, col = _check(row, col)
+    x, y = profile.row, profile.col
+    gain_row = float((row @ y).max() - x @ row @ y)
+    gain_col = float((x @ col).max() - x @ col @ y)
+    return max(gain_row, 0.0) + max(gain_col, 0.0)
+
+
+def cce_gap(profile: Profile, row: Payoffs, col: Payoffs) -> float:
+    """Σ over players of the best gain from committing to one action in advance against the
+    joint distribution (0 exactly at a coarse-correlated equilibrium)."""
+    row, col = _check(row, col)
+    joint = profile.joint
+    gain_row = float((row @ profile.col).max() - np.sum(joint * row))
+    gain_col = float((profile.row @ col).max() - np.sum(joint * col))
+    return max(gain_row, 0.0) + max(gain_col, 0.0)
+
+
 MetaSolver = Callable[[Payoffs, Payoffs], Profile]
 META_SOLVERS: dict[str, MetaSolver] = {
     "uniform": uniform,
     "regret-matching": regret_matching,
     "replicator": replicator,
     "cce": cce,
-    "zero-sum-nash": lambda row, col: zero_sum_nash(row)[0],
-    "nash-bargaining": nash_bargaining,
+    "zero-sum-nash": zero_sum_meta,
+    "nash-bargaining": bargaining,
 }
+CONCEPTS: dict[str, str] = {  # what each meta-solver returns (see the module docstring)
+    "uniform": "uniform independent play (not an equilibrium)",
+    "regret-matching": "empirical joint play of regret matching (approaches the CCE set)",
+    "replicator": "time-averaged marginals of replicator dynamics (no equilibrium in general)",
+    "cce": "coarse-correlated equilibrium of maximum welfare",
+    "zero-sum-nash": "Nash equilibrium (constant-sum games only)",
+    "nash-bargaining": "Nash bargaining solution (a welfare criterion, not an equilibrium)",
+}
+
+
+def meta_solver(name: str, disagreement: tuple[float, float] | None = None) -> MetaSolver:
+    """The meta-solver ``name`` (``KeyError`` when unknown); ``disagreement`` sets the
+    disagreement point of ``nash-bargaining`` (and is refused with any other solver)."""
+    solve = META_SOLVERS[name]
+    if disagreement is None:
+        return solve
+    if name != "nash-bargaining":
+        raise ConfigError(f"a disagreement point is a nash-bargaining setting, not {name}'s")
+    point = (float(disagreement[0]), float(disagreement[1]))
+
+    def bargain(row: Payoffs, col: Payoffs) -> Profile:
+        return nash_bargaining(row, col, point=point)
+
+    return bargain

@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Literal, Protocol
 import numpy as np
 
 from stratagem.solvers.best_response import best_response_policy, best_response_value
-from stratagem.solvers.matrix import META_SOLVERS, MetaSolver, Profile
+from stratagem.solvers.matrix import CONCEPTS, MetaSolver, Profile, cce_gap, nash_gap
+from stratagem.solvers.matrix import meta_solver as solver_named
 from stratagem.solvers.tree import expected_returns
 from stratagem.tree import TERMINAL, Node, Policy, infosets, uniform_policy, walk
 
@@ -251,6 +252,8 @@ class Iteration:
     values: tuple[float, float]  # both seats' payoffs under the meta-strategy
     responses: tuple[str, str]
     gains: tuple[float, float]  # each response's payoff minus the seat's meta value
+    nash_gap: float = 0.0  # NashConv of the meta-strategy's marginals on the meta-game
+    cce_gap: float = 0.0  # the joint meta-strategy's distance from a CCE of the meta-game
 
 
 @dataclass(frozen=True)
@@ -263,6 +266,8 @@ class PSROResult:
     populations: tuple[tuple[str, ...], tuple[str, ...]]  # at the end (last responses included)
     row_payoffs: tuple[tuple[float, ...], ...]  # final meta-game, seat 0's population down
     col_payoffs: tuple[tuple[float, ...], ...]
+    solution_concept: str = ""  # what the meta-solver returns (``matrix.CONCEPTS``)
+    disagreement: tuple[float, float] | None = None  # nash-bargaining's point, when set
 
     @property
     def final(self) -> Iteration:
@@ -283,13 +288,17 @@ def psro(
     iterations: int = 20,
     tolerance: float = 1e-6,
     on_iteration: Callable[[Iteration], None] | None = None,
+    disagreement: tuple[float, float] | None = None,
 ) -> PSROResult:
-    """Returns the log of PSRO run from the populations ``initial`` for at most ``iterations``.
+    """Returns the log of PSRO run from the populations ``initial`` for at most ``iterations``;
+    each iteration logs the meta-strategy's Nash and CCE gaps on the meta-game, and the result
+    names the meta-solver's solution concept. ``disagreement`` sets nash-bargaining's point.
 
     Raises ``KeyError`` for an unknown meta-solver name (see ``matrix.META_SOLVERS``).
     """
     name = meta_solver if isinstance(meta_solver, str) else meta_solver.__name__
-    solve = META_SOLVERS[meta_solver] if isinstance(meta_solver, str) else meta_solver
+    solve = meta_solver_of(meta_solver, disagreement)
+    concept = CONCEPTS.get(name, "") if isinstance(meta_solver, str) else ""
     game.add(0, initial[0])
     game.add(1, initial[1])
     log: list[Iteration] = []
@@ -312,6 +321,8 @@ def psro(
             values=values,
             responses=(first, second),
             gains=(u0 - values[0], u1 - values[1]),
+            nash_gap=nash_gap(profile, row, col),
+            cce_gap=cce_gap(profile, row, col),
         )
         log.append(entry)
         if on_iteration is not None:
@@ -331,7 +342,18 @@ def psro(
         populations=(tuple(game.populations[0]), tuple(game.populations[1])),
         row_payoffs=tuple(tuple(map(float, r)) for r in row),
         col_payoffs=tuple(tuple(map(float, r)) for r in col),
+        solution_concept=concept,
+        disagreement=disagreement,
     )
+
+
+def meta_solver_of(
+    meta_solver: str | MetaSolver, disagreement: tuple[float, float] | None
+) -> MetaSolver:
+    """The meta-solver a name stands for (with its disagreement point), or the callable."""
+    if isinstance(meta_solver, str):
+        return solver_named(meta_solver, disagreement)
+    return meta_solver
 
 
 def plot_meta_strategies(result: PSROResult, path: Path, title: str = "") -> Path:

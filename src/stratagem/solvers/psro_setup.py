@@ -46,6 +46,20 @@ def psro_start(settings: Any) -> tuple[Any, Any, str]:
     return _simulated(settings)
 
 
+def disagreement_point(settings: Any) -> tuple[float, float] | None:
+    """``settings.disagreement`` as nash-bargaining's point (None when unset); ``ConfigError``
+    unless it is two payoffs given with ``--meta-solver nash-bargaining``."""
+    point = settings.disagreement
+    if point is None:
+        return None
+    if settings.meta_solver != "nash-bargaining" or len(point) != 2:
+        raise ConfigError(
+            "--disagreement takes two payoffs (seat 0, seat 1) and only with "
+            f"--meta-solver nash-bargaining (got {point} with {settings.meta_solver})"
+        )
+    return float(point[0]), float(point[1])
+
+
 def _dialogue(settings: Any) -> tuple[Any, Any, str]:
     from stratagem.games.dialogue import ANY
     from stratagem.solvers.dialogue import InstructionOracle, instruction_meta_game
@@ -54,7 +68,9 @@ def _dialogue(settings: Any) -> tuple[Any, Any, str]:
 
     if settings.oracle == "exact":
         raise ConfigError("dialogue games use the candidates oracle (no exact best response)")
-    domain, scenarios, tree_args = dialogue_setup(settings, settings.game, settings.scenarios)
+    domain, scenarios, tree_args = dialogue_setup(
+        settings, settings.game, settings.scenarios, baseline=False
+    )
     initial = list(settings.initial or domain.instructions)
     candidates = settings.candidates or [*domain.definitions, ANY]
     for name in [*initial, *candidates]:

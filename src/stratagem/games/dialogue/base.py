@@ -109,6 +109,9 @@ class Domain:
         self.instructions = tuple(self.instructions or self.default_instructions)
         if not self.instructions:
             raise ConfigError(f"{self.name}: the instruction set is empty")
+        twice = sorted({i for i in self.instructions if self.instructions.count(i) > 1})
+        if twice:
+            raise ConfigError(f"{self.name}: instructions given twice: {', '.join(twice)}")
         for instruction in self.instructions:
             self.check_instruction(instruction)
 
@@ -131,7 +134,9 @@ class Domain:
         return ""
 
     def parse_line(self, text: str) -> Line | None:
-        """Returns the structured line of a message (the last one it holds), or None."""
+        """Returns the structured line of a message, or None. Domains read it from the last
+        non-empty line only (``last_line``), skip negated keywords (``negated``) and echoes of
+        the answer format (``is_echo``); the last keyword of that line wins."""
         return None
 
     def ended(self, scenario: Scenario, messages: Sequence[str]) -> bool:
@@ -275,6 +280,38 @@ class Domain:
             if len(found) == 1:
                 return found.pop()
         return None
+
+
+# the structured line is read where the protocol puts it, and only when it decides something
+_NEGATED = re.compile(
+    r"(?:\bnot|\bnever|n't|\bcannot|\brefuse\s+to|\bunable\s+to)\W+(?:\w+\W+){0,2}$", re.I
+)
+_ECHO = re.compile(r"<[^<>\n]*>|\bor\s+(?:ACCEPT|REJECT)\b|\b(?:ACCEPT|REJECT)\s+or\b")
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of ``text`` (where a message's structured line must be), or ""."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def is_echo(line: str) -> bool:
+    """Whether ``line`` repeats the answer format instead of deciding: a ``<placeholder>``, or
+    alternatives (``... or ACCEPT``, ``ACCEPT or REJECT``)."""
+    return _ECHO.search(line) is not None
+
+
+def negated(line: str, at: int) -> bool:
+    """Whether the keyword at ``at`` in ``line`` is negated within its clause ("I will not
+    ACCEPT", "I don't want to ACCEPT"): a negation at most three words before it, with no
+    sentence end between."""
+    clause = re.split(r"[.!?;]", line[:at])[-1]
+    return _NEGATED.search(clause) is not None
+
+
+def keyword_hits(pattern: re.Pattern[str], line: str) -> list[re.Match[str]]:
+    """The matches of ``pattern`` in ``line`` that are not negated."""
+    return [m for m in pattern.finditer(line) if not negated(line, m.start())]
 
 
 def digest(*parts: str) -> str:

@@ -23,6 +23,9 @@ from stratagem.games.dialogue.base import (
     Outcome,
     Scenario,
     Verdict,
+    is_echo,
+    keyword_hits,
+    last_line,
     last_number,
     pick_names,
     register,
@@ -81,6 +84,7 @@ class Fruit(Domain):
     """Fruit trading: action = the tone of the message."""
 
     name = "fruit"
+    version = 2  # 2: the structured line is read on the last line only, not negated
     default_instructions = ("calm", "assertive", "submissive", ANY)
     definitions = TONES
     payoff_range = (-20.0, 20.0)  # the templated trades: 1–2 pieces, values 1–10
@@ -136,7 +140,11 @@ class Fruit(Domain):
         )
 
     def parse_line(self, text: str) -> Line | None:
-        """The last ``TRADE:``, ``ACCEPT`` or ``REJECT`` in the message."""
+        """The last ``TRADE:``, ``ACCEPT`` or ``REJECT`` on the message's last non-empty line,
+        not negated ("I will not ACCEPT that."), and None for an echo of the answer format."""
+        line = last_line(text)
+        if is_echo(line):
+            return None
         found = [
             (
                 m.start(),
@@ -146,10 +154,10 @@ class Fruit(Domain):
                     receive=(int(m.group(3)), _fruit(m.group(4))),
                 ),
             )
-            for m in _TRADE.finditer(text)
+            for m in keyword_hits(_TRADE, line)
         ]
-        found += [(m.start(), Line("accept")) for m in _ACCEPT.finditer(text)]
-        found += [(m.start(), Line("reject")) for m in _REJECT.finditer(text)]
+        found += [(m.start(), Line("accept")) for m in keyword_hits(_ACCEPT, line)]
+        found += [(m.start(), Line("reject")) for m in keyword_hits(_REJECT, line)]
         return max(found, key=lambda x: x[0])[1] if found else None
 
     def settle(self, messages: Sequence[str]) -> tuple[Offer | None, bool]:

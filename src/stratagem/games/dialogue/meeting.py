@@ -23,6 +23,9 @@ from stratagem.games.dialogue.base import (
     Outcome,
     Scenario,
     Verdict,
+    is_echo,
+    keyword_hits,
+    last_line,
     last_number,
     pick_names,
     register,
@@ -32,8 +35,9 @@ from stratagem.seeding import rng
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 MIN_FREE, MAX_FREE = 3, 5  # how many days a seat is free
 VALUE_RANGE = (1, 10)  # what a free day is worth
-# lenient on the keyword's form (PROPOSED:, Proposal:), strict on the day; ACCEPT in capitals
-# anywhere, or alone on its line in any case ("I accept, maybe" is not an acceptance)
+# lenient on the keyword's form (PROPOSED:, Proposal:), strict on the day; ACCEPT in capitals,
+# or alone on its line in any case ("I accept, maybe" is not an acceptance); both read on the
+# message's last line only (see ``Domain.parse_line``)
 _PROPOSE = re.compile(r"PROPOS(?:E|ED|AL)\s*:\s*\**\s*(" + "|".join(DAYS) + r")\b", re.I)
 _ACCEPT = re.compile(r"\bACCEPT\b|(?i:^\W*accept(?:ed)?\W*$)", re.MULTILINE)
 
@@ -55,6 +59,7 @@ class Meeting(Domain):
     """Meeting scheduling: action = the day to push for."""
 
     name = "meeting"
+    version = 2  # 2: the structured line is read on the last line only, not negated
     default_instructions = ("Monday", "Thursday", ANY)
     definitions = {day: f"the message proposes meeting on {day}" for day in DAYS}
     payoff_range = (0.0, float(VALUE_RANGE[1]))
@@ -74,7 +79,8 @@ class Meeting(Domain):
         while True:
             cals = []
             for _ in range(2):
-                free = tuple(d for d in DAYS if d in r.sample(DAYS, r.randint(MIN_FREE, MAX_FREE)))
+                chosen = set(r.sample(DAYS, r.randint(MIN_FREE, MAX_FREE)))  # one draw per seat
+                free = tuple(d for d in DAYS if d in chosen)
                 cals.append(Calendar(free, {d: r.randint(*VALUE_RANGE) for d in free}))
             if set(cals[0].free) & set(cals[1].free):
                 break
@@ -110,11 +116,16 @@ class Meeting(Domain):
         return f"PROPOSE: <day> or ACCEPT (to accept {scenario.names[1 - seat]}'s proposed day)"
 
     def parse_line(self, text: str) -> Line | None:
-        """The last ``PROPOSE: <day>`` or ``ACCEPT`` in the message."""
+        """The last ``PROPOSE: <day>`` or ``ACCEPT`` on the message's last non-empty line, not
+        negated ("I will not ACCEPT"), and None for an echo of the answer format."""
+        line = last_line(text)
+        if is_echo(line):
+            return None
         found = [
-            (m.start(), Line("propose", day=m.group(1).title())) for m in _PROPOSE.finditer(text)
+            (m.start(), Line("propose", day=m.group(1).title()))
+            for m in keyword_hits(_PROPOSE, line)
         ]
-        found += [(m.start(), Line("accept")) for m in _ACCEPT.finditer(text)]
+        found += [(m.start(), Line("accept")) for m in keyword_hits(_ACCEPT, line)]
         return max(found, key=lambda x: x[0])[1] if found else None
 
     def settle(self, messages: Sequence[str]) -> str | None:

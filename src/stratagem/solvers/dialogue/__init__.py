@@ -19,14 +19,26 @@ failure (or a recorded constrained fallback), never a payoff of 0; the tree is e
 first in batches instead of one message per ``apply_action``; messages are cached on disk.
 """
 
-from stratagem.solvers.dialogue.expansion import ExpansionStats, expand, stats
+from stratagem.solvers.dialogue.expansion import (
+    ExpansionStats,
+    UnsolvedScenarios,
+    check_solvable,
+    expand,
+    failed_scenarios,
+    stats,
+)
 from stratagem.solvers.dialogue.instructions import (
     InstructionOracle,
     fixed_policy,
     instruction_meta_game,
     instruction_payoffs,
 )
-from stratagem.solvers.dialogue.judge import JUDGE_SAMPLING, JudgeFailure, Outcome
+from stratagem.solvers.dialogue.judge import (
+    JUDGE_SAMPLING,
+    GenerationFailure,
+    JudgeFailure,
+    Outcome,
+)
 from stratagem.solvers.dialogue.tree import (
     DEFAULT_SAMPLING,
     Branch,
@@ -43,11 +55,15 @@ __all__ = [
     "DialogueNode",
     "DialogueTree",
     "ExpansionStats",
+    "GenerationFailure",
     "InstructionOracle",
     "JudgeFailure",
     "Outcome",
     "Step",
+    "UnsolvedScenarios",
+    "check_solvable",
     "expand",
+    "failed_scenarios",
     "fixed_policy",
     "instruction_meta_game",
     "instruction_payoffs",

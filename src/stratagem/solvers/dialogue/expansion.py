@@ -1,7 +1,8 @@
 """Breadth-first expansion of many dialogue trees at once, and what it cost.
 
 ``expand`` runs one backend call per depth for the whole frontier of every tree, then one call
-for the judge; ``ExpansionStats`` reports tree sizes, model calls, cache hits and judge results.
+for the judge; ``ExpansionStats`` reports tree sizes, model calls, cache hits, judge results and
+failed generations; ``failed_scenarios`` names the trees that cannot be solved, and why.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stratagem.backends.cache import Usage
+from stratagem.errors import StratagemError
 from stratagem.solvers.dialogue.tree import DialogueTree, depth_round, judge_pending
 
 
@@ -35,6 +37,7 @@ class ExpansionStats:
     judge_failures: int
     seconds: float
     batches: tuple[int, ...]  # size of each backend call, in order
+    generation_failures: int = 0  # dialogues ended by a failed generation (message or judge)
 
 
 def expand(trees: Sequence[DialogueTree]) -> ExpansionStats:
@@ -83,4 +86,40 @@ def stats(trees: Sequence[DialogueTree], usage: Usage, seconds: float) -> Expans
         judge_failures=sources.count("failed"),
         seconds=seconds,
         batches=tuple(usage.batches),
+        generation_failures=sources.count("error"),
     )
+
+
+def failed_scenarios(trees: Sequence[DialogueTree]) -> dict[str, str]:
+    """Each scenario whose tree holds a dialogue without a payoff, with the first reason and
+    how many such dialogues it holds (empty when every tree can be solved)."""
+    out = {}
+    for tree in trees:
+        reasons = list(tree.failures().values())
+        if reasons:
+            more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+            out[tree.scenario.id] = f"{reasons[0]}{more}"
+    return out
+
+
+class UnsolvedScenarios(StratagemError, RuntimeError):
+    """Some scenarios' trees hold dialogues without a payoff (a failed generation, or a judge
+    answer that did not parse); the message names them and why."""
+
+    exit_code = 1
+
+
+def unsolved_message(failures: dict[str, str], total: int) -> str:
+    """One line naming each failed scenario and its reason, and how to retry."""
+    named = "; ".join(f"{sid}: {why}" for sid, why in failures.items())
+    return (
+        f"{len(failures)} of {total} scenarios have dialogues without a payoff: {named}. "
+        "Failed generations are not cached: run the same command again to retry them"
+    )
+
+
+def check_solvable(trees: Sequence[DialogueTree]) -> None:
+    """Raises ``UnsolvedScenarios`` naming every scenario of ``trees`` that cannot be solved."""
+    failures = failed_scenarios(trees)
+    if failures:
+        raise UnsolvedScenarios(unsolved_message(failures, len(trees)))

@@ -21,7 +21,7 @@ from stratagem.backends.cache import CachedBackend
 from stratagem.errors import StratagemError
 from stratagem.games.dialogue.base import ANY, Domain, Scenario
 from stratagem.seeding import derive
-from stratagem.solvers.dialogue.expansion import expand
+from stratagem.solvers.dialogue.expansion import check_solvable, expand
 from stratagem.solvers.dialogue.tree import DialogueTree
 from stratagem.solvers.tree import expected_returns
 from stratagem.tree import infosets
@@ -61,6 +61,7 @@ def instruction_payoffs(
     }
     if trees:
         expand(list(trees.values()))
+        check_solvable(list(trees.values()))  # a failed generation is never a payoff
     out = {}
     for pair in pairs:
         values = np.array(

@@ -4,7 +4,9 @@ Every dialogue waiting for a verdict is judged in one batched backend call (gree
 chat). Where an answer does not parse, the domain has a closed verdict set and fallback is on,
 one more call asks the backend's constrained choice between the verdicts (recorded as a
 ``fallback``). What still does not parse is recorded as ``failed`` and has no payoff: never 0
-(a departure from OpenSpiel's ``chat_games``).
+(a departure from OpenSpiel's ``chat_games``). A judge generation that failed (a backend error:
+``backends.cache.failed``) is recorded as ``error``, without a payoff and without a fallback;
+it was not cached, so a rerun asks again.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from stratagem.backends.base import Backend, Chat, Sampling
+from stratagem.backends.cache import failed, failure_text
 from stratagem.errors import StratagemError
 from stratagem.games.dialogue.base import Domain, Scenario
 from stratagem.seeding import derive
@@ -27,13 +30,22 @@ class JudgeFailure(StratagemError, RuntimeError):
     exit_code = 1
 
 
+class GenerationFailure(StratagemError, RuntimeError):
+    """A payoff was asked of a dialogue whose message or judge generation failed (a backend
+    error); nothing of it was cached, so running again retries it."""
+
+    exit_code = 1
+
+
 @dataclass(frozen=True)
 class Outcome:
-    """A finished dialogue's payoff and where it came from."""
+    """A finished dialogue's payoff and where it came from: ``error`` when a generation failed
+    (``error`` then says why), ``failed`` when the judge's answer did not parse."""
 
-    values: tuple[float, float] | None  # None when the judge failed
-    source: Literal["exact", "judge", "fallback", "failed"]
+    values: tuple[float, float] | None  # None when the judge or a generation failed
+    source: Literal["exact", "judge", "fallback", "failed", "error"]
     judge_text: str = ""
+    error: str = ""
 
 
 @dataclass(frozen=True)
@@ -64,11 +76,17 @@ def judge_dialogues(
     seeds = [derive(0, "judge", i) for i in range(len(chats))]
     gens = backend.generate(chats, sampling, seeds=seeds)
     answers: list[list[str]] = [[] for _ in dialogues]
+    errors: dict[int, str] = {}
     for n, gen in zip(owners, gens, strict=True):
         answers[n].append(gen.text)
+        if failed(gen):
+            errors.setdefault(n, f"judge generation failed: {failure_text(gen)}")
     outcomes: dict[int, Outcome] = {}
     retry: list[tuple[int, str]] = []
     for n, (dialogue, texts) in enumerate(zip(dialogues, answers, strict=True)):
+        if n in errors:
+            outcomes[n] = Outcome(None, "error", "\n---\n".join(texts), errors[n])
+            continue
         verdict = dialogue.domain.parse_judgement(dialogue.scenario, texts)
         text = "\n---\n".join(texts)
         if verdict.value is not None:

@@ -111,13 +111,31 @@ def cached_backend(settings: Any) -> Any:
     return CachedBackend(make_backend(settings), path)
 
 
-def dialogue_setup(settings: Any, game: str, count: int, offset: int = 0) -> tuple:
+def dialogue_setup(
+    settings: Any, game: str, count: int, offset: int = 0, *, baseline: bool = True
+) -> tuple:
     """Returns the domain, ``count`` scenarios (the i-th seeded by ``derive(seed, game, i)``,
-    from ``offset``) and the tree settings (keyword arguments of ``DialogueTree``)."""
-    from stratagem.games.dialogue import get_domain
+    from ``offset``) and the tree settings (keyword arguments of ``DialogueTree``).
+
+    Everything the run depends on is checked here, before any model is loaded or called: the
+    instructions (known to the domain, distinct, and, with ``baseline``, at least two including
+    ``any``, the unsteered LLM that CFR Gain, NashConv and the steered meta-game compare
+    against) and the counts. Raises ``ConfigError`` (one line) otherwise.
+    """
+    from stratagem.games.dialogue import ANY, get_domain
     from stratagem.seeding import derive
 
     domain = get_domain(game, settings.instructions)
+    if baseline and (ANY not in domain.instructions or len(domain.instructions) < 2):
+        raise ConfigError(
+            f"--instructions {','.join(domain.instructions)}: needs {ANY!r} (the unsteered "
+            f"baseline every metric compares against) and at least one other instruction"
+        )
+    for name in ("replies", "seeds"):
+        if getattr(settings, name) < 1:
+            raise ConfigError(f"--{name} must be at least 1, not {getattr(settings, name)}")
+    if count < 1:
+        raise ConfigError(f"a dialogue run needs at least one scenario, not {count}")
     seed = settings.seed
     scenarios = [domain.scenario(derive(seed, game, i)) for i in range(offset, offset + count)]
     tree_args = {
@@ -132,16 +150,19 @@ def dialogue_setup(settings: Any, game: str, count: int, offset: int = 0) -> tup
 
 def solve_trees(trees: list, algorithm: str, iterations: int, points: int) -> dict[str, Any]:
     """Solves every expanded tree with CFR / CFR+; a tree holding a dialogue without a payoff
-    is not a game to solve and is listed under ``failed``. Returns ``results`` (per-scenario
-    metrics), ``policies`` (readable, by scenario), ``curves``, ``failed`` and ``seconds``."""
+    is not a game to solve and is listed under ``failed`` (its reason under ``failures``).
+    Returns ``results`` (per-scenario metrics), ``policies`` (readable, by scenario),
+    ``curves``, ``failed``, ``failures`` and ``seconds``."""
     from stratagem.metrics.dialogue import scenario_metrics
     from stratagem.solvers.cfr import solve
+    from stratagem.solvers.dialogue.expansion import failed_scenarios
 
-    results, policies, curves, failed = [], {}, {}, []
+    results, policies, curves = [], {}, {}
+    failures = failed_scenarios(trees)
+    failed = list(failures)
     start = time.perf_counter()
     for tree in trees:
-        if any(o.values is None for o in tree.outcomes.values()):
-            failed.append(tree.scenario.id)
+        if tree.scenario.id in failures:
             continue
         solution = solve(tree.root, algorithm, iterations, points=points)
         results.append(scenario_metrics(tree.scenario.id, tree.root, solution.policy))
@@ -152,6 +173,7 @@ def solve_trees(trees: list, algorithm: str, iterations: int, points: int) -> di
         "policies": policies,
         "curves": curves,
         "failed": failed,
+        "failures": failures,
         "seconds": time.perf_counter() - start,
     }
 
@@ -161,6 +183,7 @@ def readable_policy(tree: Any, policy: Any) -> list[dict[str, Any]]:
     from stratagem.tree import walk
 
     out, seen = [], set()
+    node: Any  # a DialogueNode (walk yields the Node protocol)
     for node in walk(tree.root):
         if node.player in (0, 1) and node.infoset() not in seen:
             seen.add(node.infoset())

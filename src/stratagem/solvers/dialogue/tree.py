@@ -13,6 +13,10 @@ instruction, seed): the chat holds the history and the instruction, and sampling
 seeded; the ``CachedBackend`` every call goes through makes its first answer the message from
 then on (on a local model the batch shape can change a token: see ``solvers.dialogue``).
 
+A message whose generation failed (a backend error, ``backends.cache.failed``) ends its branch
+with an ``error`` outcome: no payoff, the reason recorded, nothing cached. A tree holding one is
+not a game to solve (``failures``); running again retries exactly those generations.
+
 An information set of a seat is its own earlier instructions plus the text of every message
 (the dialogue is public; the other seat's instructions and the seeds are not), so two seeds that
 write the same text lead to the same information set, and perfect recall holds.
@@ -24,13 +28,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stratagem.backends.base import Chat, Sampling
-from stratagem.backends.cache import CachedBackend
+from stratagem.backends.base import Chat, Generation, Sampling
+from stratagem.backends.cache import CachedBackend, failed, failure_text
 from stratagem.games.dialogue.base import Domain, Scenario, digest
 from stratagem.seeding import derive
 from stratagem.solvers.dialogue.judge import (
     JUDGE_SAMPLING,
     Dialogue,
+    GenerationFailure,
     JudgeFailure,
     Outcome,
     judge_dialogues,
@@ -128,10 +133,23 @@ class DialogueTree:
                     out.append((path, instruction, j, chat, value))
         return out
 
-    def accept(self, depth: int, requests: Sequence[Request], texts: Sequence[str]) -> None:
-        """Stores the messages of ``depth`` and sorts their paths into live and finished."""
+    def accept(
+        self,
+        depth: int,
+        requests: Sequence[Request],
+        texts: Sequence[str],
+        errors: Sequence[str | None] | None = None,
+    ) -> None:
+        """Stores the messages of ``depth`` and sorts their paths into live and finished; a
+        request with an error (its generation failed) ends its branch as an ``error`` outcome."""
         seat, last = self.speaker(depth), depth + 1 == self.replies
-        for (path, instruction, j, _, _), raw in zip(requests, texts, strict=True):
+        errors = errors if errors is not None else [None] * len(texts)
+        for (path, instruction, j, _, _), raw, error in zip(requests, texts, errors, strict=True):
+            if error is not None:
+                child = (*path, (instruction, j))
+                self.history[child] = self.history[path]
+                self.outcomes[child] = Outcome(None, "error", error=error)
+                continue
             text = self.domain.clean(raw, self.scenario, seat)
             self.structured += self.domain.parse_line(text) is not None
             child = (*path, (instruction, j))
@@ -157,6 +175,15 @@ class DialogueTree:
         if path not in self.outcomes:
             judge_pending([self])
         return self.outcomes[path]
+
+    def failures(self) -> dict[Branch, str]:
+        """The dialogues without a payoff and why: a failed generation (its error) or a judge
+        answer that did not parse. Empty when every dialogue has a payoff."""
+        return {
+            path: o.error or f"judge answer did not parse: {o.judge_text[:80]!r}"
+            for path, o in self.outcomes.items()
+            if o.values is None
+        }
 
     def is_terminal(self, path: Branch) -> bool:
         """Whether the dialogue ``path`` is over (its message was generated)."""
@@ -191,6 +218,7 @@ class DialogueTree:
                 "payoffs": list(o.values) if o.values else None,
                 "source": o.source,
                 **({"judge": o.judge_text} if o.judge_text else {}),
+                **({"error": o.error} if o.error else {}),
             }
 
 
@@ -242,11 +270,16 @@ class DialogueNode:
         return f"{player}|{own}|{digest(*self.tree.history[self.path])}"
 
     def returns(self) -> tuple[float, float]:
-        """Both payoffs at a terminal node (raises ``JudgeFailure`` when the judge failed),
-        else (0.0, 0.0)."""
+        """Both payoffs at a terminal node (raises ``GenerationFailure`` when a generation
+        failed, ``JudgeFailure`` when the judge's answer did not parse), else (0.0, 0.0)."""
         if self.player != TERMINAL:
             return 0.0, 0.0
         outcome = self.tree.outcome(self.path)
+        if outcome.source == "error":
+            raise GenerationFailure(
+                f"{self.tree.scenario.id}: {outcome.error}; this dialogue has no payoff "
+                "(run again to retry: failures are not cached)"
+            )
         if outcome.values is None:
             raise JudgeFailure(
                 f"{self.tree.scenario.id}: the judge's answer did not parse "
@@ -290,7 +323,9 @@ def depth_round(trees: Sequence[DialogueTree], depth: int) -> None:
     )
     at = 0
     for tree, requests in plan:
-        tree.accept(depth, requests, [g.text for g in gens[at : at + len(requests)]])
+        mine: list[Generation] = gens[at : at + len(requests)]
+        errors = [f"generation failed: {failure_text(g)}" if failed(g) else None for g in mine]
+        tree.accept(depth, requests, [g.text for g in mine], errors)
         at += len(requests)
 
 
