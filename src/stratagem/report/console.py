@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -42,3 +43,39 @@ def print_evaluation(console: Console, result: Evaluation) -> None:
     )
     if result.out is not None:
         console.print(f"run folder: {result.out}")
+
+
+TEXT_COMMANDS = "eval, tournament, matrix, psro, serve, gen-sft"
+SOLVER_COMMANDS = {"tree": "solve, psro --oracle exact", "dialogue": "solve, psro, imitate"}
+
+
+def games_table() -> Table:
+    """Every game in one table: text games (played by agents), solver trees and dialogue games,
+    with their kind, the commands that take them, their parameters and pool sizes."""
+    from stratagem.games import GAMES, get_game
+    from stratagem.metrics.sepo import SEPOGame
+    from stratagem.solvers.games import SOLVER_GAMES
+    from stratagem.strategies import STRATEGY_MODULES, get_pools
+
+    table = Table(title="Games")
+    for col in ("game", "kind", "commands", "params (defaults)", "pools t/e/c/r"):
+        table.add_column(col)
+    for name in GAMES:
+        game = get_game(name)
+        sizes = "-"
+        if name in STRATEGY_MODULES:
+            pools = get_pools(name)
+            sizes = "/".join(
+                str(len(getattr(pools, p))) for p in ("train", "exploit", "collusive", "robust")
+            )
+        kind, commands = "text", TEXT_COMMANDS
+        if name in SOLVER_GAMES:
+            kind += " + " + SOLVER_GAMES.get(name).kind
+            commands += ", solve (psro --oracle exact)"
+        rounds = f"{game.rounds} rounds" if isinstance(game, SEPOGame) else ""
+        params = ", ".join(f"{k}={json.dumps(v)}" for k, v in game.params.items())
+        table.add_row(name, kind, commands, "; ".join(filter(None, [params, rounds])), sizes)
+    for name, solver_game in SOLVER_GAMES.items():
+        if name not in GAMES:
+            table.add_row(name, solver_game.kind, SOLVER_COMMANDS[solver_game.kind], "", "-")
+    return table
