@@ -13,6 +13,7 @@ in ``hf_sampling``, the choice trie in ``trie``, trainers' chained token ids in 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -54,7 +55,6 @@ class HFBackend(PromptEncoder):
     """
 
     model_id: str
-    fingerprint: str  # model id, content hash of weights + adapters + dtype (cache keys)
     max_batch: int
     return_ids: bool  # trainers need the exact token ids of prompts and answers
 
@@ -84,11 +84,7 @@ class HFBackend(PromptEncoder):
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model = AutoModelForCausalLM.from_pretrained(path, dtype=self.dtype).to(self.device)
-        # the response cache's key: the weights' content (a hub model's revision), adapters, dtype
-        revision = getattr(self.model.config, "_commit_hash", None) or ""
-        adapters = adapter.split(",") if adapter else []
-        digest = weights_fingerprint(path, adapters, str(self.dtype))
-        self.fingerprint = f"{self.model_id}#{digest}{'@' + revision if revision else ''}"
+        self._weights = (path, adapter.split(",") if adapter else [])
         if adapter:
             from peft import PeftModel
 
@@ -104,6 +100,16 @@ class HFBackend(PromptEncoder):
         self.store = PrefixStore(max_entries=2 * max_batch)
         self._heads: dict[tuple[int, ...], Layers] = {}
         self._chains: Chains | None = None
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """The response cache's key for this model: its id, a content hash of the weights,
+        adapters and dtype, and a hub model's revision. Computed on first use (it reads every
+        weights file once), so only a caching caller pays for it."""
+        path, adapters = self._weights
+        revision = getattr(self.model.config, "_commit_hash", None) or ""
+        digest = weights_fingerprint(path, adapters, str(self.dtype))
+        return f"{self.model_id}#{digest}{'@' + revision if revision else ''}"
 
     @classmethod
     def from_model(
