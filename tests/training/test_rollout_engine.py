@@ -117,21 +117,6 @@ HF_ENGINE = VLLMApi(HFEngine, FakeSamplingParams, FakeLoRARequest)
 
 
 @pytest.fixture
-def sft_adapter(tiny_model, tmp_path):
-    """A non-zero "trained" SFT adapter on the tiny model (so merging it matters)."""
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    torch.manual_seed(1)
-    sft = get_peft_model(
-        AutoModelForCausalLM.from_pretrained(tiny_model),
-        LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False),
-    )
-    sft.save_pretrained(tmp_path / "sft")
-    return str(tmp_path / "sft")
-
-
-@pytest.fixture
 def vllm_here(monkeypatch):
     """Pretend vLLM and a GPU are here, with ``HFEngine`` as the engine."""
     monkeypatch.setattr(vllm_backend, "vllm_unavailable", lambda: None)

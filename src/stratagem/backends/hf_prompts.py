@@ -34,19 +34,14 @@ class Encoded:
     prompts: list[str]  # the rendered prompt text of each row
 
 
-class PromptEncoder:
-    """The prompt side of ``HFBackend``: rendering, tokenizing, and prefix KV reuse.
+class ChatTokens:
+    """Rendering and tokenizing chats as the hf backend does (the llama.cpp engine shares it,
+    so both give a chat the same prompt ids).
 
-    A base class: the backend sets these attributes when it loads (or wraps) a model.
+    A base class: the backend sets ``tokenizer`` and ``_chains``.
     """
 
-    model: Any
     tokenizer: Any
-    device: Any
-    dtype: Any
-    prefix_reuse: bool
-    store: PrefixStore
-    _heads: dict[tuple[int, ...], Layers]  # the system turns' KV, by their token ids
     _chains: Chains | None  # token-level chat continuation (trainers only)
 
     def render(self, chat: Chat) -> str:
@@ -82,6 +77,20 @@ class PromptEncoder:
                 return known + rest, len(ids)
         rest = self.tokenizer(prompt[len(head) :], add_special_tokens=False).input_ids
         return ids + rest, len(ids)
+
+
+class PromptEncoder(ChatTokens):
+    """The prompt side of ``HFBackend``: rendering, tokenizing, and prefix KV reuse.
+
+    A base class: the backend sets these attributes when it loads (or wraps) a model.
+    """
+
+    model: Any
+    device: Any
+    dtype: Any
+    prefix_reuse: bool
+    store: PrefixStore
+    _heads: dict[tuple[int, ...], Layers]  # the system turns' KV, by their token ids
 
     def _lookup(self, row: list[int], head_len: int) -> tuple[int, Layers | None]:
         """The longest reusable prefix of ``row``: a stored prompt, or at least the system turn

@@ -39,18 +39,8 @@ class RowSampler:
         """
         import torch
 
-        logp = torch.log_softmax(scores.float() / self.temperature, dim=-1)  # (B, V)
-        probs = logp.exp()
-        if self.top_p < 1.0:
-            sorted_p, order = torch.sort(probs, dim=-1, descending=True)
-            # keep the smallest prefix whose mass reaches top_p (always the top token)
-            outside = sorted_p.cumsum(-1) - sorted_p >= self.top_p
-            sorted_p = sorted_p.masked_fill(outside, 0.0)
-            probs = torch.zeros_like(probs).scatter(-1, order, sorted_p)
-        picked = torch.stack(
-            [torch.multinomial(probs[i], 1, generator=g)[0] for i, g in enumerate(self.generators)]
-        )  # (B,)
-        self._chosen.append(logp[torch.arange(len(picked)), picked])
+        picked, chosen = sample_rows(scores, self.generators, self.temperature, self.top_p)
+        self._chosen.append(chosen)
         out = torch.full_like(scores, float("-inf"))
         out[torch.arange(len(picked)), picked] = 0.0
         return out
@@ -63,6 +53,29 @@ class RowSampler:
         if not self._chosen:
             return torch.zeros(len(self.generators), 0)
         return torch.stack(self._chosen, dim=1).cpu()
+
+
+def sample_rows(
+    scores: Any, generators: Sequence[Any], temperature: float, top_p: float = 1.0
+) -> tuple[Any, Any]:
+    """Draws one token per row of ``scores`` (B, V), row i from ``generators[i]`` (advanced
+    once), at ``temperature`` within the top-p mass; returns the tokens (B,) and their
+    log-probabilities at the temperature before top-p truncation (B,). ``RowSampler`` and the
+    llama.cpp engine sample with it, so both draw alike from the same scores and seeds."""
+    import torch
+
+    logp = torch.log_softmax(scores.float() / temperature, dim=-1)  # (B, V)
+    probs = logp.exp()
+    if top_p < 1.0:
+        sorted_p, order = torch.sort(probs, dim=-1, descending=True)
+        # keep the smallest prefix whose mass reaches top_p (always the top token)
+        outside = sorted_p.cumsum(-1) - sorted_p >= top_p
+        sorted_p = sorted_p.masked_fill(outside, 0.0)
+        probs = torch.zeros_like(probs).scatter(-1, order, sorted_p)
+    picked = torch.stack(
+        [torch.multinomial(probs[i], 1, generator=g)[0] for i, g in enumerate(generators)]
+    )  # (B,)
+    return picked, logp[torch.arange(len(picked)), picked]
 
 
 class DoneStop:

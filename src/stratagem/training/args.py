@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from stratagem.backends.embedded import EMBEDDED
 from stratagem.errors import ConfigError
@@ -110,6 +110,7 @@ LATER_OPTIONS: dict[str, Any] = {
     "ref_refresh_kl": None,
     "gradient_checkpointing": False,
     "safety": 1.0,
+    "rollout_engine": "hf",
 }
 
 
@@ -123,6 +124,11 @@ class GRPOArgs(UpdateArgs, SamplingArgs, RunArgs, PolicyArgs):
     """n rollouts per group; a group shares its episode seed."""
     checkpoint_every: int = 10
     """Checkpoint (and evaluate) every k steps."""
+    rollout_engine: Literal["hf", "vllm", "llamacpp"] = "hf"
+    """What samples the rollouts: hf (the policy itself, in transformers), vllm (a vLLM engine
+    on a GPU) or llamacpp (llama.cpp on the CPU); vllm and llamacpp serve the base weights, SFT
+    adapter merged, written once under out/rollout, plus the trained LoRA, synced before each
+    step. Transformers computes the gradients either way."""
 
     def fingerprint(self) -> dict[str, Any]:
         """Returns the arguments that identify a run, as JSON values: ``steps`` and

@@ -76,7 +76,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
@@ -110,10 +110,14 @@ from stratagem.training.bargaining_report import (
 )
 from stratagem.training.bargaining_rollouts import ContextLimit, Reward, reward, role_game
 from stratagem.training.checkpoints import TrainerState
+from stratagem.training.engines import check_rollout_engine, rollout_backend
 from stratagem.training.grpo import Log, StepRollouts, train_grpo
 from stratagem.training.packing import Turn as Sample
 from stratagem.training.policy import load_base
 from stratagem.training.rollouts import opponent as opponent_agent
+
+if TYPE_CHECKING:
+    from stratagem.training.engines import RolloutBackend
 
 POLICY = "policy"  # the trained agent's name in evaluation traces
 
@@ -190,6 +194,7 @@ class BargainingArgs(GRPOArgs):
         if self.catalog:
             training_game(self)  # a missing file or a bad price is refused before a model loads
         check_adapters(self)
+        check_rollout_engine(self)
 
     @property
     def evaluates(self) -> bool:
@@ -349,16 +354,14 @@ class BargainingTask:
         self.game = training_game(args)
         self.evaluates = args.evaluates
         self.agent: ContextLimit | None = None
-        self.backend: HFBackend | None = None
+        self.backend: RolloutBackend | None = None
         self.opponent = opponent_agent("bargaining", args.opponent)
 
     def start(self, policy: Any, tokenizer: Any) -> None:
         """Builds the rollout agent; evaluates the base model once when starting from an
         adapter."""
         args = self.args
-        self.backend = HFBackend.from_model(
-            policy, tokenizer, model_id=f"bargaining:{args.model}", prefix_reuse=True
-        )
+        self.backend = rollout_backend(policy, tokenizer, args, f"bargaining:{args.model}")
         sampling = Sampling(args.temperature, 1.0, args.max_new_tokens)
         llm = LLMAgent(self.backend, self.game, sampling, name=POLICY)
         self.agent = ContextLimit(llm, tokenizer, context_of(policy, args), args.max_new_tokens)

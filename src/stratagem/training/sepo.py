@@ -65,7 +65,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from stratagem.agent import Agent
 from stratagem.agents.llm import LLMAgent
 from stratagem.backends.base import Sampling
-from stratagem.backends.embedded import EMBEDDED, embedded_dir
 from stratagem.backends.hf import HFBackend
 from stratagem.errors import ConfigError
 from stratagem.game import Game
@@ -75,15 +74,17 @@ from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
 from stratagem.strategies import get_pools
 from stratagem.trace import Trace
+from stratagem.training import engines
 from stratagem.training.args import GRPOArgs, check_policy, require_at_least
 from stratagem.training.checkpoints import TrainerState
+from stratagem.training.engines import check_rollout_engine
 from stratagem.training.grpo import Log, StepRollouts, train_grpo
 from stratagem.training.rollouts import group_game
 from stratagem.training.rollouts import opponent as opponent_agent
 from stratagem.training.sepo_rewards import Penalty, groups_for, step_groups, turns_from
 
 if TYPE_CHECKING:
-    from stratagem.backends.vllm_trainer import TrainerVLLMBackend
+    from stratagem.training.engines import RolloutBackend
 
 
 @dataclass
@@ -119,10 +120,6 @@ class SEPOArgs(GRPOArgs):
     """Sampling temperature of the rollouts; log-probs and KL are taken at it too."""
     eval_episodes: int = 20
     """Episodes per opponent in the checkpoint evaluation (0: skip it)."""
-    rollout_engine: Literal["hf", "vllm"] = "hf"
-    """What samples the rollouts: hf (the policy itself, in transformers) or vllm (a vLLM engine
-    on a GPU serving the base weights, SFT adapter merged, plus SEPO's LoRA, saved under
-    out/rollout and reloaded after each step); transformers computes the gradients either way."""
 
     def check(self) -> None:
         """Refuse, before any model loads, what SEPO cannot train or would silently misread.
@@ -153,11 +150,7 @@ class SEPOArgs(GRPOArgs):
         if self.temperature <= 0:
             raise ConfigError("SEPO samples its rollouts: --temperature must be above 0")
         check_policy(self)
-        if self.rollout_engine == "vllm":
-            from stratagem.backends.vllm import vllm_unavailable
-
-            if (reason := vllm_unavailable()) is not None:
-                raise ConfigError(f"--rollout-engine vllm: {reason}")
+        check_rollout_engine(self)
 
     def resolved(self) -> SEPOArgs:
         """Returns these args with unset per-game defaults filled from the game's
@@ -180,10 +173,7 @@ class SEPOArgs(GRPOArgs):
         ``save_total_limit`` are left out, so a run can be resumed with more steps or another disk
         policy.
         """
-        d = GRPOArgs.fingerprint(self.resolved())
-        if d.get("rollout_engine") == "hf":  # the default: runs made before the option resume
-            d.pop("rollout_engine")
-        return d
+        return GRPOArgs.fingerprint(self.resolved())
 
 
 # ---- rollouts ----
@@ -231,28 +221,9 @@ def rollout_agent(policy: Any, tokenizer: Any, game: Game, args: SEPOArgs) -> LL
     return LLMAgent(rollout_backend(policy, tokenizer, args), game, sampling, fallback="sample")
 
 
-def rollout_backend(policy: Any, tokenizer: Any, args: SEPOArgs) -> HFBackend | TrainerVLLMBackend:
-    """The backend of the rollouts: the policy through transformers (``hf``), or a vLLM engine
-    (``vllm``, ``TrainerVLLMBackend``: the base weights with the SFT adapter merged are written
-    once to ``out/rollout/base``, and the policy's LoRA is saved and reloaded whenever the loop
-    calls ``reset_prefix_cache``, i.e. after each step)."""
-    model_id = f"sepo:{args.model}"
-    if args.rollout_engine == "vllm":
-        from stratagem.backends.vllm_trainer import TrainerVLLMBackend
-
-        served = None  # the policy's base as written by the backend: the SFT adapter merged
-        if not args.adapter:
-            served = str(embedded_dir()) if args.model == EMBEDDED else args.model
-        return TrainerVLLMBackend(
-            policy,
-            tokenizer,
-            args.out / "rollout",
-            model=served,
-            model_id=model_id,
-            lora_rank=args.lora_rank,
-            seed=args.seed,
-        )
-    return HFBackend.from_model(policy, tokenizer, model_id=model_id, prefix_reuse=True)
+def rollout_backend(policy: Any, tokenizer: Any, args: SEPOArgs) -> RolloutBackend:
+    """The backend of the rollouts (``engines.rollout_backend``: hf, vllm or llamacpp)."""
+    return engines.rollout_backend(policy, tokenizer, args, f"sepo:{args.model}")
 
 
 def rollout(agent: LLMAgent, args: SEPOArgs, step: int) -> list[Trace]:
@@ -276,7 +247,7 @@ class SEPOTask:
         self.game = get_game(args.game)
         self.evaluates = bool(args.eval_episodes)
         self.agent: LLMAgent | None = None
-        self.backend: HFBackend | TrainerVLLMBackend | None = None
+        self.backend: RolloutBackend | None = None
 
     def start(self, policy: Any, tokenizer: Any) -> None:
         """Builds the rollout agent on the policy."""
