@@ -129,14 +129,19 @@ class GRPOArgs(UpdateArgs, SamplingArgs, RunArgs, PolicyArgs):
     on a GPU) or llamacpp (llama.cpp on the CPU); vllm and llamacpp serve the base weights, SFT
     adapter merged, written once under out/rollout, plus the trained LoRA, synced before each
     step. Transformers computes the gradients either way."""
+    threads: int = 0
+    """CPU threads of torch and of the llama.cpp engine (0: torch's default, one per core).
+    Results do not depend on it; speed does: on a CPU shared with other jobs, one thread was
+    several times faster than two (README benchmarks)."""
 
     def fingerprint(self) -> dict[str, Any]:
-        """Returns the arguments that identify a run, as JSON values: ``steps`` and
-        ``save_total_limit`` are left out, so a run can be resumed with more steps or another
-        disk policy."""
+        """Returns the arguments that identify a run, as JSON values: ``steps``,
+        ``save_total_limit`` and ``threads`` are left out, so a run can be resumed with more
+        steps, another disk policy or thread count."""
         d = asdict(self)
         d.pop("steps")  # a resumed run may be extended
         d.pop("save_total_limit")  # disk policy, not training
+        d.pop("threads")  # speed only: results are the same for any thread count
         d["out"] = str(d["out"])
         for key, default in LATER_OPTIONS.items():
             if d.get(key) == default:

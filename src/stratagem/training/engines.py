@@ -74,7 +74,9 @@ def rollout_backend(policy: Any, tokenizer: Any, args: GRPOArgs, model_id: str) 
     if args.rollout_engine == "llamacpp":
         from stratagem.backends.llamacpp_trainer import TrainerLlamaCppBackend
 
-        return TrainerLlamaCppBackend(policy, tokenizer, args.out / "rollout", model_id=model_id)
+        return TrainerLlamaCppBackend(
+            policy, tokenizer, args.out / "rollout", model_id=model_id, threads=args.threads or None
+        )
     from stratagem.backends.hf import HFBackend
 
     return HFBackend.from_model(policy, tokenizer, model_id=model_id, prefix_reuse=True)

@@ -18,7 +18,9 @@ checkpoints. Each step:
 
 A resumed run restores the adapter, the optimiser, the torch RNG and a refreshed reference, so
 its next step is the step an uninterrupted run would take. ``--gradient-checkpointing``
-recomputes the decoder's activations in the backward pass.
+recomputes the decoder's activations in the backward pass. ``--rollout-engine`` picks what
+samples the rollouts (``engines.rollout_backend``); ``--threads`` sets torch's CPU threads (and
+the llama.cpp engine's) for the rest of the process.
 """
 
 from __future__ import annotations
@@ -100,6 +102,8 @@ def train_grpo(args: GRPOArgs, task: GRPOTask, *, torch_seed: str, log: Log = pr
         torch_seed: the key the torch RNG of a fresh run derives from (LoRA dropout draws).
         log: receives one line per step, evaluation and resume.
     """
+    if args.threads:
+        torch.set_num_threads(args.threads)
     policy, tokenizer = load_policy(args)
     if args.gradient_checkpointing:
         enable_gradient_checkpointing(policy)
