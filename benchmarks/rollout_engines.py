@@ -55,8 +55,9 @@ def engines(args: argparse.Namespace, folder: Path):
     return {"hf": hf, "llamacpp": cpp}, time.perf_counter() - start
 
 
-def rollout(backend, n: int, max_new_tokens: int, seed: int) -> tuple[float, int, int]:
-    """n IPD episodes played at once; returns (seconds, decisions, generated tokens)."""
+def rollout(backend, n: int, max_new_tokens: int, seed: int) -> tuple[float, int, int, float]:
+    """n IPD episodes played at once; returns (seconds, decisions, generated tokens, CPU
+    seconds of this process)."""
     from stratagem.agents.llm import LLMAgent
     from stratagem.backends.base import Sampling
     from stratagem.games import get_game
@@ -68,11 +69,11 @@ def rollout(backend, n: int, max_new_tokens: int, seed: int) -> tuple[float, int
     agent = LLMAgent(backend, game, Sampling(0.8, 1.0, max_new_tokens), fallback="sample")
     opponent = get_strategy("ipd", "TitForTat")
     specs = [EpisodeSpec(str(i), seed + i, (agent, opponent), {"seat": 0}) for i in range(n)]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     traces = list(play(game, specs, max_live=n))
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     decisions = [d for t in traces for d in t.decisions if d.seat == 0]
-    return seconds, len(decisions), sum(d.tokens for d in decisions)
+    return seconds, len(decisions), sum(d.tokens for d in decisions), cpu
 
 
 def sepo_step(engine: str, threads: int, args: argparse.Namespace, folder: Path) -> dict:
@@ -159,17 +160,23 @@ def report(results: dict, opts: argparse.Namespace, default_threads: int, conver
     print(
         f"\nIPD rollouts, SEPO's sampling (T 0.8, ≤ {opts.max_new_tokens} new tokens, stop at "
         f"the action), medians of {opts.repeats}; GGUF {opts.dtype}, converted once in "
-        f"{convert:.1f} s; speed-up against hf at {default_threads} threads"
+        f"{convert:.1f} s; CPU/wall: cores this process kept busy"
     )
-    print("\n| concurrent episodes | engine @ threads | decisions/s | tokens/s | speed-up |")
-    print("| ---: | --- | ---: | ---: | ---: |")
+    print(
+        "\n| concurrent episodes | engine @ threads | decisions/s | tokens/s | CPU/wall "
+        "| speed-up |"
+    )
+    print("| ---: | --- | ---: | ---: | ---: | ---: |")
     for n, runs in results["rollouts"].items():
-        rate = {k: med(d / s for s, d, _ in v) for k, v in runs.items()}
-        tokens = {k: med(t / s for s, _, t in v) for k, v in runs.items()}
-        base = rate.get(f"hf@{default_threads}")
+        rate = {k: med(r[1] / r[0] for r in v) for k, v in runs.items()}
+        tokens = {k: med(r[2] / r[0] for r in v) for k, v in runs.items()}
+        busy = {k: med(r[3] / r[0] for r in v) for k, v in runs.items()}
+        base_key = f"hf@{default_threads}" if f"hf@{default_threads}" in runs else next(iter(runs))
         for key in runs:
-            ratio = f"{rate[key] / base:.1f}×" if base else "–"
-            print(f"| {n} | {key} | {rate[key]:.2f} | {tokens[key]:.1f} | {ratio} |")
+            print(
+                f"| {n} | {key} | {rate[key]:.2f} | {tokens[key]:.1f} | {busy[key]:.2f} "
+                f"| {rate[key] / rate[base_key]:.1f}× vs {base_key} |"
+            )
     if results["steps"]:
         print(
             f"\nOne SEPO step ({opts.step_game}, {opts.step_rollouts} rollouts per opponent, "

@@ -129,6 +129,39 @@ def test_the_gguf_round_trip_gives_transformers_logits(tiny):
 
 
 @needs_llamacpp
+def test_a_qwen2_model_converts_too(tiny, tmp_path):
+    """Qwen2 (biases on the query, key and value projections; halves rotated as in
+    transformers, so nothing is permuted)."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from stratagem.backends.gguf_convert import write_model_gguf
+    from stratagem.backends.llamacpp_engine import LlamaCppEngine
+
+    _, tokenizer, _ = tiny
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        architectures=["Qwen2ForCausalLM"],
+    )
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("proj.bias"):
+                p.normal_(0, 0.5)  # initialised at zero: make them matter
+    path = write_model_gguf(model.state_dict(), config, tokenizer, tmp_path / "qwen.gguf")
+    engine = LlamaCppEngine(path, n_ctx=64, n_seq=1, threads=1, kv_dtype="f32")
+    got = engine.prefill(ROWS[:1], [0])[1][0]
+    np.testing.assert_allclose(got, logits_of(model, ROWS[0]), atol=2e-3)
+
+
+@needs_llamacpp
 def test_reused_prefixes_give_the_logits_of_a_fresh_computation(tiny):
     """Naive equivalent: every row alone in a fresh engine. Rows continue, copy and share
     prefixes with cached sequences and with each other (in any order), logits unchanged."""
@@ -213,6 +246,42 @@ def test_greedy_answers_and_prompt_ids_are_the_hf_backends(backends):
     assert [g.prefill_tokens for g in got][1:] == [1, 1]
 
 
+def test_rows_are_sampled_as_one_multinomial_each_from_their_own_generator():
+    """Naive equivalent: ``torch.multinomial(softmax(scores / T), 1, generator=g_row)`` per row."""
+    from stratagem.backends.hf_sampling import sample_rows
+
+    scores = torch.randn(3, 50, generator=torch.Generator().manual_seed(0))
+    picked, logps = sample_rows(scores, [torch.Generator().manual_seed(s) for s in (1, 2, 3)], 0.7)
+    for i, seed in enumerate((1, 2, 3)):
+        probs = torch.softmax(scores[i] / 0.7, -1)
+        want = torch.multinomial(probs, 1, generator=torch.Generator().manual_seed(seed))[0]
+        assert picked[i] == want
+        assert torch.isclose(logps[i], probs[want].log())
+
+
+@needs_llamacpp
+def test_sampled_answers_are_the_hf_backends_for_the_same_seeds(backends):
+    hf, cpp = backends
+    sampling = Sampling(1.0, 1.0, 6)
+    want = hf.generate(chats(3), sampling, seeds=[5, 6, 7])
+    got = cpp.generate(chats(3), sampling, seeds=[5, 6, 7])
+    assert [g.info["token_ids"] for g in got] == [w.info["token_ids"] for w in want]
+    assert len({tuple(g.info["token_ids"]) for g in got}) == 3
+
+
+@needs_llamacpp
+def test_thread_counts_change_no_logit(tiny):
+    from stratagem.backends.llamacpp_engine import LlamaCppEngine
+
+    _, _, path = tiny
+    engine = LlamaCppEngine(path, n_ctx=512, n_seq=4, threads=1)
+    one = engine.prefill(ROWS, [0] * len(ROWS))[1]
+    engine.clear()
+    engine.set_threads(2)
+    two = engine.prefill(ROWS, [0] * len(ROWS))[1]
+    assert all(np.array_equal(a, b) for a, b in zip(one, two, strict=True))
+
+
 @needs_llamacpp
 def test_sampled_rows_depend_on_their_chat_and_seed_only(backends):
     _, cpp = backends
@@ -254,6 +323,26 @@ def test_stop_checks_and_end_tokens_end_a_row(backends):
     finally:
         cpp.stop_ids = saved
     assert gen.finish_reason == "stop" and gen.info["token_ids"] == first.info["token_ids"][:2]
+
+
+@needs_llamacpp
+def test_a_batch_too_big_for_the_cache_runs_in_parts_with_the_same_answers(backends, tiny):
+    from stratagem.backends.llamacpp import LlamaCppBackend
+
+    _, cpp = backends
+    _, tokenizer, path = tiny
+    small = LlamaCppBackend(
+        path, tokenizer, model_id="tiny", return_ids=True, threads=1, kv_dtype="f32", n_ctx=512
+    )
+    asks = chats(1, "ipd") + chats(1, "kuhn") + chats(1, "auction")
+    sizes = [len(small._tokenize(c)[0]) for c in asks]
+    assert sum(sizes) > 512 and max(sizes) + 8 < 512  # together too big, each alone fits
+    sampling = Sampling(0.0, 1.0, 8)
+    got = small.generate(asks, sampling)
+    want = cpp.generate(asks, sampling)
+    assert [g.info["token_ids"] for g in got] == [w.info["token_ids"] for w in want]
+    with pytest.raises(StratagemError, match="KV cache too small"):
+        small.generate(asks[:1], Sampling(0.0, 1.0, 512))
 
 
 @needs_llamacpp

@@ -50,6 +50,28 @@ def test_the_default_engine_leaves_old_fingerprints_alone():
     assert "rollout_engine" not in BargainingArgs().fingerprint()
 
 
+def test_threads_change_speed_not_results(tiny_args, tmp_path):
+    """``--threads`` stays out of the fingerprint: the policy's log-probs and gradients are the
+    same at one and two threads (llama.cpp's: ``test_thread_counts_change_no_logit``)."""
+    assert SEPOArgs(threads=1).fingerprint() == SEPOArgs().fingerprint()
+    policy, _ = load_policy(tiny_args(tmp_path, lora_dropout=0.0).resolved())
+    move(policy, 3)
+    before = torch.get_num_threads()
+    seen = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            policy.zero_grad()
+            logps = sequence_logprobs(policy, list(range(5, 60)), list(range(30, 55)))
+            logps.sum().backward()
+            grads = [p.grad.clone() for p in policy.parameters() if p.requires_grad]
+            seen.append((logps.detach(), grads))
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(seen[0][0], seen[1][0])
+    assert all(torch.equal(a, b) for a, b in zip(seen[0][1], seen[1][1], strict=True))
+
+
 def policy_logits(policy, ids):
     with torch.no_grad():
         return policy(input_ids=torch.tensor([ids])).logits[0, -1]
@@ -84,6 +106,7 @@ def test_the_engine_serves_the_policy_and_follows_its_lora(tiny_args, sft_adapte
     assert [p.name for p in (tmp_path / "rollout/adapters").iterdir()] == ["adapter-2.gguf"]
 
 
+@pytest.mark.slow
 def test_rollouts_carry_the_policys_ids_and_log_probs(tiny_args, tmp_path):
     """As the hf backend's: a seat's turns continue one token sequence (packing reads each
     episode once) and the rollout-time log-probs are the policy's at the temperature."""
@@ -122,9 +145,19 @@ def test_train_sepo_runs_its_rollouts_on_llamacpp(tiny_args, tmp_path, monkeypat
     monkeypatch.setattr(sepo, "groups_for", lambda game, mode: [("train", "NashApprox")])
     logs: list[str] = []
     args = tiny_args(
-        tmp_path / "run", steps=2, rollout_engine="llamacpp", lora_dropout=0.0, learning_rate=0.05
+        tmp_path / "run",
+        steps=2,
+        rollout_engine="llamacpp",
+        lora_dropout=0.0,
+        learning_rate=0.05,
+        threads=1,
     )
-    train_sepo(args, log=logs.append)
+    before = torch.get_num_threads()
+    try:
+        train_sepo(args, log=logs.append)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
     steps = [json.loads(x) for x in logs if x.startswith("{") and "ratio_max_dev" in x]
     assert [s["step"] for s in steps] == [1, 2] and all(s["samples"] > 0 for s in steps)
     # the rollout-time log-probs come from llama.cpp; they are the policy's at step 2 only if

@@ -22,7 +22,7 @@ from stratagem.backends.base import Chat, FinishReason, Generation, Sampling, St
 from stratagem.backends.chains import Chains
 from stratagem.backends.hf_prompts import ChatTokens
 from stratagem.backends.hf_sampling import sample_rows
-from stratagem.backends.llamacpp_engine import LlamaCppEngine
+from stratagem.backends.llamacpp_engine import CacheFull, LlamaCppEngine
 from stratagem.backends.trie import Trie
 
 __all__ = ["LlamaCppBackend"]
@@ -81,16 +81,35 @@ class LlamaCppBackend(ChatTokens):
         """Returns one completion per chat (see ``Backend.generate``), in chunks of
         ``max_batch``. A sampled row draws from its own generator seeded by its decision seed,
         so its text depends only on (chat, seed) and the weights."""
+        checks: list[StopCheck | None] = list(stop) if stop is not None else [None] * len(chats)
+        row_seeds = list(seeds) if seeds is not None else [0] * len(chats)
         out: list[Generation] = []
         for start in range(0, len(chats), self.max_batch):
             end = start + self.max_batch
-            out += self._generate_chunk(
-                list(chats[start:end]),
-                sampling,
-                list(stop[start:end]) if stop is not None else [None] * len(chats[start:end]),
-                list(seeds[start:end]) if seeds is not None else [0] * len(chats[start:end]),
+            out += self._generate_fitting(
+                list(chats[start:end]), sampling, checks[start:end], row_seeds[start:end]
             )
         return out
+
+    def _generate_fitting(
+        self,
+        chats: list[Chat],
+        sampling: Sampling,
+        checks: list[StopCheck | None],
+        seeds: list[int],
+    ) -> list[Generation]:
+        """``_generate_chunk``, in halves (from an emptied cache) while the chunk does not fit
+        in the KV cache; a row's answer does not depend on which rows share its batch."""
+        try:
+            return self._generate_chunk(chats, sampling, checks, seeds)
+        except CacheFull:
+            self.engine.clear()  # cached sequences the batch shares a prefix with are kept
+        if len(chats) == 1:  # alone in an empty cache, or the one-line error
+            return self._generate_chunk(chats, sampling, checks, seeds)
+        half = len(chats) // 2
+        return self._generate_fitting(
+            chats[:half], sampling, checks[:half], seeds[:half]
+        ) + self._generate_fitting(chats[half:], sampling, checks[half:], seeds[half:])
 
     def _generate_chunk(
         self,
@@ -180,6 +199,8 @@ class LlamaCppBackend(ChatTokens):
         """
         import torch
 
+        if not chats:
+            return []
         rows = [self._tokenize(c)[0] for c in chats]
         _, last = self.engine.prefill(rows, [len(r) - 1 for r in rows])
         first = torch.log_softmax(torch.from_numpy(np.concatenate(last)), dim=-1)  # (B, V)

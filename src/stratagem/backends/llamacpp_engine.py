@@ -55,6 +55,10 @@ def _lib() -> Any:
     return llama_cpp
 
 
+class CacheFull(StratagemError):
+    """A batch's prompts and the tokens they may generate do not fit in the KV cache."""
+
+
 @dataclass(frozen=True)
 class Placement:
     """Where a row's prompt goes: sequence ``seq``, whose first ``start`` tokens already hold
@@ -103,7 +107,8 @@ class KVSlots:
             reserve: cells to keep free per row for the tokens it will generate.
 
         Raises:
-            StratagemError: the rows cannot fit in the cache even alone.
+            CacheFull: the rows do not fit even with every other sequence evicted (the
+                bookkeeping is then left half-updated: ``clear`` the engine).
         """
         snapshot = {s: list(t) for s, t in self.tokens.items()}
         claimed: set[int] = set()  # continued in place, or a copy source, in this batch
@@ -141,9 +146,9 @@ class KVSlots:
         while self.used + needed > self.n_cells:
             victim = next((s for s in self._lru if s not in claimed), None)
             if victim is None:
-                raise StratagemError(
+                raise CacheFull(
                     f"llama.cpp KV cache too small: {needed} new tokens in one batch, "
-                    f"{self.n_cells} cells (raise n_ctx or lower the batch)"
+                    f"{self.n_cells} cells (raise n_ctx)"
                 )
             self._drop(victim)
             evicted.append(victim)
