@@ -32,10 +32,12 @@ import time
 from pathlib import Path
 
 STEP = """
-import json, sys, time
+import json, sys
+from pathlib import Path
 from stratagem.training.sepo import SEPOArgs, train_sepo
+settings = json.loads(sys.argv[1])
 logs = []
-train_sepo(SEPOArgs(**json.loads(sys.argv[1])), log=logs.append)
+train_sepo(SEPOArgs(**{**settings, "out": Path(settings["out"])}), log=logs.append)
 print(json.dumps([json.loads(x) for x in logs if x.startswith("{") and "rollout_seconds" in x]))
 """
 
@@ -109,7 +111,7 @@ def main() -> None:
     import torch
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batches", default="1,16,64", help="concurrent episodes")
+    parser.add_argument("--batches", default="1,16,64", help="concurrent episodes ('' skips)")
     parser.add_argument("--threads", default="1,2", help="CPU thread counts to compare")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-new-tokens", type=int, default=16)
@@ -133,7 +135,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         backends, convert = engines(opts, Path(tmp))
         results["gguf_conversion_s"] = convert
-        for n in (int(b) for b in opts.batches.split(",")):
+        for n in (int(b) for b in opts.batches.split(",") if b):
             runs: dict[str, list] = {f"{e}@{t}": [] for e, t in configs}
             for r in range(opts.repeats):
                 for name, t in configs if r % 2 == 0 else configs[::-1]:
