@@ -6,22 +6,28 @@ a mix (named by id with the setting that differs) and export to two run folders 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import sqlite3
 import stat
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from stratagem.agents.spec import LLMOptions
+from stratagem.backends.cache import weights_fingerprint
 from stratagem.cli.main import app as cli
 from stratagem.errors import ConfigError
 from stratagem.games import get_game
+from stratagem.metrics.bargaining import summarise
 from stratagem.metrics.bargaining_rows import negotiation_rows
 from stratagem.runs import read_fingerprint
+from stratagem.strategies import get_strategy
 from stratagem.trace import read_traces
+from stratagem.web.settings import ServeSettings
 from stratagem.web.storage import GameStore, export_run
-from stratagem.web.study import Study, agent_configuration
+from stratagem.web.study import Study, agent_configuration, server_settings
 
 from .conftest import scripted
 from .test_api import BARGAINING, dond_model, finish_dond
@@ -177,8 +183,11 @@ def test_a_bargaining_export_reads_with_the_bargaining_metrics(serve, tmp_path):
     result = CliRunner().invoke(cli, ["report", str(out)])
     assert result.exit_code != 0
     assert "stratagem tournament --game bargaining" in str(result.exception)
-    rows = negotiation_rows(read_traces(out / "traces.jsonl"))
+    rows = negotiation_rows(read_traces(out / "traces.jsonl"))  # what the README says to use
     assert [(r["role"], r["deal"]) for r in rows] == [("seller", True), ("buyer", True)]
+    table = summarise(pd.DataFrame(rows))
+    deals = table[table.metric == "deal"].set_index("role")["value"]
+    assert deals.to_dict() == {"buyer": 1.0, "seller": 1.0}
 
 
 V1_SCHEMA = """
@@ -215,3 +224,34 @@ def test_an_older_database_is_upgraded_with_its_rows(serve, dond_contexts, tmp_p
     with sqlite3.connect(old) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == 2
     store.close()
+
+
+def test_the_weights_are_named_by_their_content(tmp_path):
+    agent = scripted(get_game("dond"), dond_model)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"w" * 32)
+    (folder / "config.json").write_text("{}")
+    options = LLMOptions(dtype="bfloat16")
+    local = agent_configuration(f"vllm:{folder}", agent, options)
+    assert local["weights"] == weights_fingerprint(folder, (), "bfloat16")
+    assert local["model_id"] == "scripted" and local["dtype"] == "bfloat16"
+    (folder / "model.safetensors").write_bytes(b"v" * 33)
+    assert agent_configuration(f"vllm:{folder}", agent, options)["weights"] != local["weights"]
+    agent.backend.fingerprint = "SmolLM2#0123abcd@rev1"  # what HFBackend.fingerprint reads
+    assert agent_configuration("hf", agent, options)["weights"] == "SmolLM2#0123abcd@rev1"
+    hub = scripted(get_game("dond"), dond_model)
+    assert agent_configuration("hf:org/model", hub, options)["weights"] is None  # not local
+    strategy = get_strategy("dond", "FairSplit")
+    assert agent_configuration("strategy:FairSplit", strategy) == {"spec": "strategy:FairSplit"}
+
+
+def test_the_server_settings_are_recorded(tmp_path):
+    consent = tmp_path / "consent.txt"
+    consent.write_text("Terms.")
+    cfg = ServeSettings(agent="strategy:FairSplit", port=8123, consent=str(consent))
+    settings = server_settings(cfg)
+    assert settings["port"] == 8123 and settings["agent"] == "strategy:FairSplit"
+    assert settings["consent_sha256"] == hashlib.sha256(b"Terms.").hexdigest()
+    assert settings["turns_per_minute"] == 30 and settings["participant_id"] is False
+    assert "export" not in settings and "export_config" not in settings

@@ -17,7 +17,7 @@ from stratagem.web.study import Study
 
 from .conftest import KEY, LiveServer, scripted
 from .test_api import dond_model
-from .test_browser import shot
+from .test_browser import shot, wait_lines
 
 pytestmark = pytest.mark.timeout(180)
 TERMS = "This study is about negotiation.\nPress the button below to agree and begin."
@@ -48,8 +48,10 @@ def play(page: Any) -> None:
     """One Deal or No Deal game through the page: a message, then the complementary proposal."""
     page.click("#new-game" if page.is_visible("#new-game") else "#play-again")
     page.wait_for_selector("#message:enabled")
+    models = page.locator("#dialogue li.model").count()
     page.fill("#message", "The hats and a ball for me, the books for you.")
     page.click("#send")
+    wait_lines(page, "model", models + 1)  # the model has answered: the person's turn again
     page.wait_for_selector("#propose:enabled")
     page.fill("#keep-books", "0")
     page.fill("#keep-hats", "2")
