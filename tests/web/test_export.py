@@ -15,8 +15,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from stratagem.agents.llm import LLMAgent
 from stratagem.agents.spec import LLMOptions
+from stratagem.backends.base import Sampling
 from stratagem.backends.cache import weights_fingerprint
+from stratagem.backends.scripted import ScriptedBackend
 from stratagem.cli.main import app as cli
 from stratagem.errors import ConfigError
 from stratagem.games import get_game
@@ -255,3 +258,29 @@ def test_the_server_settings_are_recorded(tmp_path):
     assert settings["consent_sha256"] == hashlib.sha256(b"Terms.").hexdigest()
     assert settings["turns_per_minute"] == 30 and settings["participant_id"] is False
     assert "export" not in settings and "export_config" not in settings
+
+
+def test_without_a_study_the_configuration_is_read_from_the_agent(serve, dond_contexts, tmp_path):
+    def agent(temperature):
+        game = get_game("dond", contexts=dond_contexts)
+        return LLMAgent(ScriptedBackend(dond_model), game, Sampling(temperature=temperature))
+
+    kw = {"params": {"contexts": dond_contexts}, "seat": 0, "spec": "hf:scripted"}
+    cold = serve("dond", agent=agent(0.0), **kw)
+    warm = serve("dond", agent=agent(0.7), **kw)
+    warm.service.store = cold.service.store
+    finish_dond(cold)
+    finish_dond(warm)
+    [a, b] = cold.service.store.records()
+    assert a.configuration["agent"] == {
+        "spec": "hf:scripted",
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "max_new_tokens": 64,
+        "fallback": "argmax",
+        "model_id": "scripted",
+        "weights": None,
+    }
+    assert b.configuration["agent"]["temperature"] == 0.7 and a.config_id != b.config_id
+    with pytest.raises(ConfigError, match="temperature=0.0; 1 game"):
+        export_run(cold.service.store, "dond", tmp_path / "mixed")

@@ -14,8 +14,8 @@ from stratagem.web import study as study_module
 from stratagem.web.storage import GameStore
 from stratagem.web.study import Study, participant_id
 
-from .conftest import ORIGIN, other_client
-from .test_api import dond_server, finish_dond
+from .conftest import ORIGIN, other_client, scripted
+from .test_api import BARGAINING, dond_server, finish_dond
 
 TERMS = "You will play Deal or No Deal against a computer.\nYour answers are stored."
 TOKEN = "operator-" + "t" * 40
@@ -121,6 +121,19 @@ def test_the_result_is_kept_for_a_reload(serve, dond_contexts):
     assert again["outcome"]["your_score"] == 6.0 and again["outcome"]["model_proposal"] == [2, 0, 1]
     started = server.new_game()["game_id"]
     assert server.client.get("/api/session").json()["live"] == started
+
+
+def test_the_bargaining_price_is_kept_for_a_reload(serve):
+    script = 'Thought: ok\nCode:\n```py\nsend_message(content="Fine.")\nmake_offer(price=7500)\n```'
+    server = serve("bargaining", agent=lambda g: scripted(g, [script]), params=BARGAINING, seat=0)
+    gid = server.new_game()["game_id"]
+    server.turn(gid, {"kind": "offer", "price": 7990, "message": "Mint"})
+    server.settle(gid)
+    server.turn(gid, {"kind": "accept"})
+    done = server.settle(gid)
+    assert server.client.get("/api/session").json()["live"] == gid
+    again = server.client.get(f"/api/games/{gid}").json()
+    assert again["outcome"] == done["outcome"] and again["outcome"]["price"] == 7500.0
 
 
 def test_a_game_is_a_row_from_its_start_and_follows_its_moves(serve, dond_contexts):

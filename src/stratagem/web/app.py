@@ -7,7 +7,7 @@ module-level per-game or per-user state, RELIABILITY I1) to HTTP:
 ======================================  ======================================================
 ``GET /``                               the page (plain HTML, one script per board, no build)
 ``GET /api/session``                    the game, its board's script, the agent's name and
-                                        the session's live game
+                                        the session's game (in play, or the last one ended)
 ``POST /api/games``                     a new game for this session (``{"seat": 0|1}`` optional)
 ``GET /api/games/{id}``                 the person's view of the game (the page polls it)
 ``POST /api/games/{id}/turn``           the person's turn (the board's JSON body)

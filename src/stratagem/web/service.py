@@ -29,7 +29,7 @@ from stratagem.web.episodes import Busy, HumanEpisode, ModelWorker
 from stratagem.web.records import LIVE_ERROR, GameRecord, Status, configuration_id
 from stratagem.web.security import RateLimiter, new_id, unsign
 from stratagem.web.storage import GameStore, now_iso
-from stratagem.web.study import Study, participant_id
+from stratagem.web.study import Study, agent_configuration, participant_id
 
 log = logging.getLogger("stratagem.web")
 
@@ -115,7 +115,8 @@ class PlayService:
             max_batch: the most games one model call serves.
             clock: monotonic seconds, for idle times and rate limits (tests pass a fake one).
             study: consent, participant ids, the operator's token and the configuration every
-                row records (``Study()`` when None: no consent screen, the spec alone).
+                row records (``Study()`` when None: no consent screen, and the configuration
+                read from ``agent`` itself: ``study.agent_configuration`` without options).
         """
         self.game = game
         self.board: Board = board_for(game.name)
@@ -133,7 +134,7 @@ class PlayService:
         self.worker = ModelWorker(agent, self.after_change, max_batch=max_batch)
         self.study = study or Study()
         self.configuration = {
-            "agent": dict(self.study.configuration or {"spec": agent_spec}),
+            "agent": dict(self.study.configuration or agent_configuration(agent_spec, agent)),
             "server": dict(self.study.server),
         }
         self.config_id = configuration_id(

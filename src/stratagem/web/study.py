@@ -47,7 +47,7 @@ class Study:
     consent: str | None = None  # the consent and instructions text; None: no such screen
     ask_participant: bool = False  # a participant id is needed before the first game
     operator_token: str | None = None  # None: the operator's summary is refused to everyone
-    configuration: Mapping[str, Any] | None = None  # the agent's; None: its spec alone
+    configuration: Mapping[str, Any] | None = None  # the agent's; None: read from the agent
     server: Mapping[str, Any] = field(default_factory=dict)  # the server's own settings
 
     def refusal(self, participant: str | None, consented: bool) -> str | None:
@@ -98,21 +98,27 @@ def participant_id(value: Any) -> str:
 
 
 def agent_configuration(spec: str, agent: Agent, options: Any = None) -> dict[str, Any]:
-    """Returns the configuration of ``agent`` (built from ``spec`` with ``LLMOptions``
-    ``options``, None for a strategy): the spec and, for a language model, every option that
-    changes results, each adapter's path and content hash, the model id and the weights'
-    fingerprint. Hashing reads each weights file once per process."""
+    """Returns the configuration of ``agent``, built from ``spec`` with ``LLMOptions``
+    ``options``: the spec and, for a language model, every option that changes results, each
+    adapter's path and content hash, the model id and the weights' fingerprint. Without
+    ``options``, a language model's sampling settings and fallback are read from the agent
+    itself (a strategy's configuration is its spec). Hashing reads each weights file once per
+    process."""
     from stratagem.backends.cache import weights_fingerprint
 
     config: dict[str, Any] = {"spec": spec}
-    if options is None:
+    sampling = getattr(agent, "sampling", None)
+    if options is not None:
+        config.update(options.fingerprint())
+        config["adapters"] = [
+            {"path": str(Path(f).expanduser().resolve()), "sha256": weights_fingerprint(f)}
+            for f in (options.adapter or "").split(",")
+            if f
+        ]
+    elif sampling is not None:
+        config.update(dataclasses.asdict(sampling), fallback=getattr(agent, "fallback", None))
+    else:
         return config
-    config.update(options.fingerprint())
-    config["adapters"] = [
-        {"path": str(Path(folder).expanduser().resolve()), "sha256": weights_fingerprint(folder)}
-        for folder in (options.adapter or "").split(",")
-        if folder
-    ]
     backend = getattr(agent, "backend", None)
     config["model_id"] = getattr(backend, "model_id", None)
     weights = getattr(backend, "fingerprint", None)
@@ -123,7 +129,8 @@ def agent_configuration(spec: str, agent: Agent, options: Any = None) -> dict[st
 
             model = str(embedded_dir())
         folder = Path(model).expanduser()
-        weights = weights_fingerprint(folder, (), options.dtype) if folder.is_dir() else None
+        dtype = options.dtype if options is not None else "auto"
+        weights = weights_fingerprint(folder, (), dtype) if folder.is_dir() else None
     config["weights"] = weights
     return config
 
