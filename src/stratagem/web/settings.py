@@ -37,7 +37,7 @@ class ServeSettings(LLMSettings, GameChoice):
     port: Annotated[int, Field(ge=0, le=65535)] = 8000
     """Port to listen on."""
     db: str = DEFAULT_DB
-    """SQLite file of played games."""
+    """SQLite file of played games (one server per file; every row names its configuration)."""
     allowed_hosts: list[str] = opt([], "--allowed-host")
     """Host names people use to reach the page."""
     export: str | None = None
@@ -54,6 +54,13 @@ class ServeSettings(LLMSettings, GameChoice):
     """Games one browser session may play in all."""
     idle_minutes: Annotated[float, Field(gt=0)] = 15.0
     """Minutes after which an untouched game is stored as abandoned."""
+    # the study: consent, participants, exporting one configuration
+    consent: str | None = None
+    """Text file of consent and instructions a person must accept before their first game."""
+    participant_id: bool = False
+    """Ask each person for a participant id (the page's ?pid=ID, or a short form) first."""
+    export_config: str | None = None
+    """With --export: the configuration id (or its start) to export when --db holds several."""
 
     def limits(self) -> Any:
         """Returns the page's rate limits and bounds."""
