@@ -33,6 +33,13 @@ class ConfigDriftError(ConfigError):
     """Resuming a run folder with settings that change its outputs."""
 
 
+class IncompleteRunError(StratagemError):
+    """A run that finished with failed episodes: its coverage line, exit 1 (a rerun retries
+    them)."""
+
+    exit_code = 1
+
+
 class GameError(StratagemError, RuntimeError):
     """An agent or caller broke the rules of a game (an illegal action, acting out of turn)."""
 

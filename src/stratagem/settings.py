@@ -65,6 +65,8 @@ class RaySettings:
     """Ray cluster to run on (auto, HOST:6379, ray://HOST:10001); implies --ray."""
     workers: Positive | None = None
     """Ray workers [one per CPU, or per GPU for hf models]."""
+    ray_timeout: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 10.0
+    """Seconds to wait for the Ray cluster at --ray-address to answer before giving up."""
 
     def ray_target(self) -> str | None:
         """Returns None (no Ray), ``local`` or a cluster address; refuses workers without Ray."""
@@ -72,6 +74,15 @@ class RaySettings:
         if self.workers is not None and target is None:
             raise ConfigError("--workers sets the number of Ray workers: add --ray")
         return target
+
+    def ray_options(self) -> dict[str, Any]:
+        """The keyword arguments of a Ray player or backend: ``address``, ``workers`` and
+        ``connect_timeout``."""
+        return {
+            "address": self.ray_target(),
+            "workers": self.workers,
+            "connect_timeout": self.ray_timeout,
+        }
 
 
 def field_docs(cls: type) -> dict[str, str]:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from stratagem.backends.base import Backend, Chat, Generation, Sampling, StopCheck
+from stratagem.cluster import CONNECT_TIMEOUT
 from stratagem.errors import ConfigError, StratagemError
 
 __all__ = ["RayBackend", "ShardWorker", "shards"]
@@ -108,6 +109,7 @@ class RayBackend:
         gpus_per_worker: GPUs each worker reserves (default 1 where the cluster has GPUs).
         max_worker_deaths: Worker deaths tolerated before a call fails (default
             ``2 * workers + 2``); a dead worker's shard is answered again by a fresh one.
+        connect_timeout: Seconds the cluster at ``address`` gets to accept a connection.
     """
 
     def __init__(
@@ -118,12 +120,13 @@ class RayBackend:
         workers: int | None = None,
         gpus_per_worker: float | None = None,
         max_worker_deaths: int | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
     ):
         from stratagem.cluster import connect
 
         if workers is not None and workers < 1:
             raise ConfigError("--workers must be at least 1")
-        self.ray, self._started = connect(address, workers)
+        self.ray, self._started = connect(address, workers, connect_timeout)
         resources = self.ray.cluster_resources()
         gpus = resources.get("GPU", 0)
         self.gpus = (1.0 if gpus else 0.0) if gpus_per_worker is None else gpus_per_worker

@@ -62,9 +62,7 @@ def eval_command(cfg: EvalConfig) -> None:
     if target is not None:
         from stratagem.tournament.ray import RayPlayer
 
-        player = RayPlayer(
-            {agent.name: cfg.agent}, options=options, address=target, workers=cfg.workers
-        )
+        player = RayPlayer({agent.name: cfg.agent}, options=options, **cfg.ray_options())
     with progress_bar(console) as progress:
         task = progress.add_task(
             f"{cfg.game} · {agent.name}", total=count_episodes(game, cfg.episodes)

@@ -65,7 +65,7 @@ def tournament_command(cfg: TournamentConfig) -> None:
     if target is not None:
         from stratagem.tournament.ray import RayPlayer
 
-        player = RayPlayer(specs, options=options, address=target, workers=cfg.workers)
+        player = RayPlayer(specs, options=options, **cfg.ray_options())
     folder = cfg.run_folder(Path("runs") / f"tournament-{cfg.game}")
     extra = {"agent_specs": names, "llm": options.fingerprint()}
     with progress_bar(console) as progress:
@@ -83,12 +83,7 @@ def tournament_command(cfg: TournamentConfig) -> None:
         )
     print_tournament(console, the_game, result)
     console.print(f"{result.episodes} episodes · errors: {result.errors} · run folder: {folder}")
-    if result.errors:
-        attempted = result.episodes + result.errors
-        console.print(
-            f"coverage: {result.episodes} of {attempted} episodes complete; {result.errors} "
-            "ended in error (reasons in traces.jsonl; rerun the command to retry them)"
-        )
+    result.check()  # A9: failed episodes -> their coverage line and exit 1, like eval
 
 
 def _params(cfg: TournamentConfig) -> dict:
