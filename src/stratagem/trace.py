@@ -217,6 +217,30 @@ def write_traces(path: str | Path, traces: Iterable[Trace]) -> None:
             f.write(t.to_json() + "\n")
 
 
+def read_record(line: str | bytes) -> tuple[str, str]:
+    """Returns the episode id and status of one trace line, checked against the schema.
+
+    Raises:
+        ValueError: the line is no trace record (blank, not JSON, a field missing, unknown or of
+            the wrong type), with the reason in a few words and never the line itself.
+    """
+    from pydantic import ValidationError
+
+    from stratagem.trace_schema import TraceLine
+
+    if not line.strip():
+        raise ValueError("a blank line")
+    try:
+        record = TraceLine.model_validate_json(line)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        if err["type"] == "json_invalid":
+            raise ValueError("not JSON") from None
+        where = "".join(f"{x}: " for x in err["loc"][:1])
+        raise ValueError(f"not a trace record ({where}{err['msg']})") from None
+    return record.episode_id, record.status
+
+
 def validate_line(line: str):
     """Validate one trace line against the schema (pydantic, unknown fields refused)."""
     from stratagem.trace_schema import TraceLine
