@@ -100,6 +100,19 @@ def test_every_malformed_trace_line_is_refused_by_its_number(tmp_path, bad):
     assert "three" not in message  # the reason, never the line itself
 
 
+def test_the_trace_writer_and_reader_refuse_a_malformed_line_by_its_number(tmp_path):
+    """Whatever reads a trace file (not only a run folder) names the line, never a KeyError."""
+    from stratagem.trace import TraceWriter, read_traces
+
+    good = good_line(tmp_path)
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(good) + '\n{"episode_id": 5}\n')
+    with pytest.raises(TraceFileError, match=r"t.jsonl:2 is not a trace record \(schema_version"):
+        TraceWriter(path)
+    with pytest.raises(TraceFileError, match=r"t.jsonl:2 is not a trace record; remove"):
+        read_traces(path)
+
+
 def test_a_malformed_line_in_a_run_folder_is_refused_and_touches_nothing(tmp_path):
     out = tmp_path / "run"
     ipd_run(out)

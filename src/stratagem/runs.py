@@ -37,7 +37,14 @@ from typing import Any
 
 from stratagem.errors import ConfigDriftError, ConfigError, StratagemError, shown
 from stratagem.settings import check_folder_text, normal_paths
-from stratagem.trace import RETRY_STATUSES, Trace, TraceWriter, dumps, read_record
+from stratagem.trace import (  # noqa: F401 (TraceFileError: raised here, imported from here)
+    RETRY_STATUSES,
+    Trace,
+    TraceFileError,
+    TraceWriter,
+    dumps,
+    read_record,
+)
 
 MANIFEST = "run.json"
 TRACES = "traces.jsonl"
@@ -59,10 +66,6 @@ class RunLockedError(RunFolderError):
     """Another process is writing this run folder."""
 
     exit_code = 2
-
-
-class TraceFileError(ConfigError):
-    """A trace file with a line that is not a trace record, or an episode twice."""
 
 
 def fingerprint_key(fingerprint: Mapping[str, Any]) -> str:
@@ -317,9 +320,7 @@ def scan_traces(path: Path, key: str | None = None) -> tuple[set[str], set[str]]
             try:
                 episode, status = read_record(line)
             except ValueError as exc:
-                raise TraceFileError(
-                    f"{path}:{number} is {exc}; remove that line (or the file) to go on"
-                ) from None
+                raise TraceFileError(path, number, f"is {exc}") from None
             if key is not None and not episode.startswith(f"{key}/"):
                 raise ConfigDriftError(
                     f"{path}:{number} holds episode {shown(episode)} of a run with other "
@@ -329,10 +330,8 @@ def scan_traces(path: Path, key: str | None = None) -> tuple[set[str], set[str]]
             if status in RETRY_STATUSES:
                 errors.add(episode)
             elif episode in done:
-                raise TraceFileError(
-                    f"{path}:{number} repeats episode {episode!r}; a trace file holds each "
-                    "episode once (two writers?)"
-                )
+                twice = f"repeats episode {shown(episode)}; a trace file holds each episode once"
+                raise TraceFileError(path, number, twice + " (two writers?)", None)
             else:
                 done.add(episode)
     return done, errors

@@ -10,6 +10,7 @@ negative for a switch, or keeps a field out of the command line.
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 import functools
 import inspect
@@ -98,7 +99,7 @@ def _folder_text(value: Any, info: ValidationInfo) -> Any:
 
 
 def _distinct(names: list[str] | None) -> list[str] | None:
-    twice = sorted({n for n in names or [] if names.count(n) > 1})  # type: ignore[union-attr]
+    twice = sorted(n for n, k in collections.Counter(names or []).items() if k > 1)
     if twice:
         raise ConfigError(f"{shown(twice[0])} is named twice; give each name once")
     return names
