@@ -172,6 +172,16 @@ def test_a_folder_named_three_ways_is_one_training_run(tmp_path, monkeypatch):
         RunFolder(way, fingerprint).close()  # reopened: no drift
 
 
+def test_an_eval_folder_named_three_ways_resumes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    ipd_run(Path("run"))
+    (tmp_path / "link").symlink_to(tmp_path / "run")
+    before = (tmp_path / "run" / TRACES).read_bytes()
+    for way in (tmp_path / "run", Path("link"), Path("./run/../run")):
+        ipd_run(way)  # nothing left to play: the trace file is as it was
+        assert (tmp_path / "run" / TRACES).read_bytes() == before
+
+
 def test_an_adapter_named_two_ways_is_one_eval_fingerprint(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     relative = LLMOptions(adapter="a/adapter,b").fingerprint()

@@ -3,6 +3,7 @@ them: real subprocesses of the CLI."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -164,6 +165,39 @@ def test_a_huge_run_goes_on_when_asked_with_yes(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def on_a_terminal(argv: list[str], answer: bytes) -> tuple[int, str]:
+    """Runs ``argv`` on a pseudo-terminal, answers its question; returns (exit code, output)."""
+    import pty
+    import select
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=follower, stdout=follower, stderr=follower)
+    os.close(follower)
+    seen = b""
+    deadline = time.time() + 60
+    try:
+        while b"[y/N]" not in seen and time.time() < deadline:
+            if select.select([leader], [], [], 1)[0]:
+                seen += os.read(leader, 4096)
+        os.write(leader, answer)
+        code = proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    with contextlib.suppress(OSError):  # the terminal closes with the process
+        while chunk := os.read(leader, 4096):
+            seen += chunk
+    os.close(leader)
+    return code, seen.decode("utf-8", "replace")
+
+
+def test_a_huge_run_asks_on_a_terminal(tmp_path):
+    out = tmp_path / "run"
+    code, output = on_a_terminal(eval_cmd(out, 1_000_000_000), b"n\n")
+    assert code == 2 and "Traceback" not in output
+    assert "this run plays 11,000,000,000 episodes, about 44.0 TB of traces" in output
+    assert not (out / "traces.jsonl").exists()
 
 
 def test_a_duplicate_episode_is_an_error_never_counted_twice(tmp_path):
