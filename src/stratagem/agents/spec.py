@@ -17,6 +17,7 @@ from stratagem.agents.llm import Fallback, LLMAgent
 from stratagem.backends.base import Backend, Sampling
 from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.game import Game
+from stratagem.settings import normal_paths
 from stratagem.strategies import get_strategy
 
 KINDS = ("strategy", "hf", "openai", "vllm")
@@ -45,7 +46,8 @@ class LLMOptions:
         batch size, concurrency, retries, timeout), for run fingerprints.
         """
         runtime = {"api_key_env", "max_batch", "concurrency", "max_retries", "attempt_timeout"}
-        return {k: v for k, v in asdict(self).items() if k not in runtime}
+        out = {k: v for k, v in asdict(self).items() if k not in runtime}
+        return {**out, "adapter": normal_paths(self.adapter)}  # one folder named two ways is one
 
     @property
     def sampling(self) -> Sampling:

@@ -8,7 +8,6 @@ resume command (exit 130 / 143). No user mistake ends in a traceback.
 from __future__ import annotations
 
 import functools
-import shlex
 import signal
 import sys
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from stratagem.cli import evaluate, imitate, info, matrix, psro, report, serve, 
 from stratagem.cli import train as training
 from stratagem.cli.options import register
 from stratagem.errors import StratagemError
+from stratagem.launch import resume_command
 
 app = typer.Typer(
     name="stratagem",
@@ -48,7 +48,7 @@ def interruptible(command: Callable, kept: str = "every finished episode is save
         try:
             return command(*args, **kwargs)
         except KeyboardInterrupt as exc:
-            line = shlex.join(["stratagem", *sys.argv[1:]])
+            line = resume_command(sys.argv, getattr(exc, "run_folder", None), kwargs)
             err.print(f"interrupted; {kept}. Resume with: {line}", highlight=False, markup=False)
             raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
 

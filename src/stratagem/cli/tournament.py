@@ -14,13 +14,13 @@ from stratagem.agents.settings import LLMSettings
 from stratagem.cli.options import GameGroup, RunGroup
 from stratagem.errors import ConfigError
 from stratagem.game import Game, HasRegimeScenarios
-from stratagem.settings import NonNegative, Positive, RaySettings, opt
+from stratagem.settings import NonNegative, Positive, RaySettings, SizeSettings, opt
 
 console = Console()
 
 
 @dataclasses.dataclass(kw_only=True)
-class TournamentConfig(RunGroup, RaySettings, LLMSettings, GameGroup):
+class TournamentConfig(RunGroup, SizeSettings, RaySettings, LLMSettings, GameGroup):
     """Every agent against every agent in both roles (itself included) on the same scenarios."""
 
     agents: list[str] = opt(..., "-a")
@@ -45,6 +45,7 @@ def tournament_command(cfg: TournamentConfig) -> None:
     """Every agent against every agent in both roles (itself included) on the same scenarios."""
     from stratagem.cli.progress import progress_bar
     from stratagem.games import get_game
+    from stratagem.launch import check_size
     from stratagem.report.tournament import print_tournament
     from stratagem.tournament import round_robin
 
@@ -53,6 +54,9 @@ def tournament_command(cfg: TournamentConfig) -> None:
     names = cfg.agents
     if len(set(names)) != len(names) or not names:
         raise ConfigError("--agents needs distinct, comma-separated names")
+    folder = cfg.run_folder(Path("runs") / f"tournament-{cfg.game}")
+    pairing = cfg.gft + cfg.ngft if isinstance(the_game, HasRegimeScenarios) else cfg.episodes
+    check_size(len(names) ** 2 * pairing, folder, yes=cfg.yes)  # before scenarios and models
     scenarios, count = None, cfg.episodes
     if isinstance(the_game, HasRegimeScenarios):
         if cfg.gft + cfg.ngft == 0:
@@ -66,7 +70,6 @@ def tournament_command(cfg: TournamentConfig) -> None:
         from stratagem.tournament.ray import RayPlayer
 
         player = RayPlayer(specs, options=options, **cfg.ray_options())
-    folder = cfg.run_folder(Path("runs") / f"tournament-{cfg.game}")
     extra = {"agent_specs": names, "llm": options.fingerprint()}
     with progress_bar(console) as progress:
         task = progress.add_task(f"{cfg.game} round robin", total=len(built) ** 2 * count)

@@ -73,6 +73,7 @@ from stratagem.games import get_game
 from stratagem.metrics.sepo import SEPOGame, as_sepo_game
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
+from stratagem.settings import NonNegativeFloat, OutFolder, PositiveFloat
 from stratagem.strategies import get_pools
 from stratagem.trace import Trace
 from stratagem.training.args import GRPOArgs, check_policy, require_at_least
@@ -92,7 +93,7 @@ class SEPOArgs(GRPOArgs):
 
     game: str = "kuhn"
     """A SEPO game: ipd, auction, negotiation, multi_issue or kuhn."""
-    out: Path = Path("runs/sepo")
+    out: OutFolder = Path("runs/sepo")
     """The run folder: checkpoints, best.json, curve.png."""
     rollouts: int = 4
     """n rollouts per opponent; a group shares its episode seed."""
@@ -111,9 +112,9 @@ class SEPOArgs(GRPOArgs):
     """Multiplies every λ of J in the training rewards: 1 trains on J as the game declares it;
     0 trains on payoff alone (plain GRPO), the control of a SEPO run. Evaluation reports J with
     the game's own λ either way."""
-    kl: float | None = None
+    kl: NonNegativeFloat | None = None
     """β of the one-sided KL; default 0.01 (the game may declare another: Kuhn 0.2)."""
-    learning_rate: float | None = None
+    learning_rate: PositiveFloat | None = None
     """AdamW learning rate; default 1e-5 (Kuhn 3e-6)."""
     temperature: float = 0.8
     """Sampling temperature of the rollouts; log-probs and KL are taken at it too."""

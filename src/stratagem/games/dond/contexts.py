@@ -23,6 +23,7 @@ ITEMS = ("books", "hats", "balls")
 SINGULAR = ("book", "hat", "ball")
 TOTAL_VALUE = 10  # every seat's items are worth this much to it in all
 MIN_ITEMS, MAX_ITEMS = 5, 7  # items in the pool
+MAX_NUMBER = 999  # beyond, a count or value is refused without being printed
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +87,8 @@ def context_problems(ctx: Context) -> list[str]:
     """
     problems = []
     counts, (a, b) = ctx.counts, ctx.values
+    if any(abs(x) > MAX_NUMBER for x in (*counts, *a, *b)):  # the messages below print them
+        return [f"a count or value is beyond ±{MAX_NUMBER} (counts are 1-{MAX_ITEMS}, values 0-10)"]
     if min(counts) < 1 or not MIN_ITEMS <= sum(counts) <= MAX_ITEMS:
         problems.append(
             f"counts {list(counts)}: each must be at least 1, {MIN_ITEMS}-{MAX_ITEMS} in all"
