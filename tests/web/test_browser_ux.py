@@ -12,8 +12,10 @@ import threading
 import pytest
 
 from stratagem.web.app import Limits
+from stratagem.web.security import proxy_networks
 
 from .conftest import last_user, scripted
+from .proxy import ReverseProxy, second_loopback_works, self_signed
 from .test_api import BARGAINING, dond_model
 from .test_browser import dond_live, open_page, shot, wait_lines
 
@@ -180,3 +182,45 @@ def test_bargaining_last_round_confirmation_and_the_models_utility(browser, live
         assert row.status == "finished" and row.model_score == pytest.approx(utility)
     finally:
         context.close()
+
+
+def test_a_whole_game_in_chromium_through_an_https_proxy(
+    browser, live, dond_contexts, tmp_path, artifacts
+):
+    tls = self_signed(tmp_path)
+    if tls is None or not second_loopback_works():
+        pytest.skip("needs the openssl command and 127.0.0.2 (Linux loopback)")
+    server, service = live(
+        "dond",
+        agent=lambda g: scripted(g, dond_model),
+        params={"contexts": dond_contexts},
+        seat=0,
+        trusted_proxies=proxy_networks(["127.0.0.2"]),
+    )
+    proxy = ReverseProxy(server.port, source="127.0.0.2", proto="https", tls=tls)
+    context = browser.new_context(ignore_https_errors=True)
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    try:
+        assert proxy.url.startswith("https://")
+        page.goto(proxy.url)
+        page.click("#new-game")
+        page.wait_for_selector("#message:enabled")
+        n = page.locator("#dialogue li.model").count()
+        page.fill("#message", "Hello through the proxy.")
+        page.click("#send")
+        wait_lines(page, "model", n + 1)
+        page.wait_for_selector("#propose:enabled")
+        page.fill("#keep-hats", "2")
+        page.fill("#keep-balls", "1")
+        page.click("#propose")
+        page.wait_for_selector("#outcome")
+        assert page.inner_text("#score") == "6"
+        [cookie] = context.cookies()
+        assert cookie["secure"] and cookie["httpOnly"]  # the page knew it was served over https
+        shot(page, artifacts, "serve-behind-proxy.png")
+        [row] = service.store.records()
+        assert row.status == "finished" and proxy.forwarded >= 5
+    finally:
+        context.close()
+        proxy.stop()
