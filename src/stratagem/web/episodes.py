@@ -11,8 +11,9 @@ A backend failure (an exception, or a decision carrying ``error``) does not end 
 ``Episode`` would for a batch run: the decision is dropped, the page shows "model unavailable,
 retry", and ``retry`` queues the same observation again (I10). So does a model turn that runs past
 ``model_timeout`` seconds, whatever the backend (its corrections included): the worker's watchdog
-fails it, and an answer that comes later is dropped. Calls are never made two at a time (a local
-model is not thread-safe), so a retry is served once the late call has returned.
+fails it, and an answer that comes later is dropped. Model calls stay one at a time (one backend,
+one call: a local model is never asked twice at once), so a retry is served once the late call has
+returned.
 
 Two locks per episode: ``gate`` admits one submission at a time (a second one at the same moment
 gets 409 at once), ``lock`` guards the episode itself and is held only briefly, never across a

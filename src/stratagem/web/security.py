@@ -279,7 +279,7 @@ class ForwardedHeaders:
     def __init__(self, app: ASGIApp, networks: Sequence[str]):
         """Wraps ``app``; ``networks`` as ``proxy_networks`` returns them (empty: trust none)."""
         self.app = app
-        self.networks = [ipaddress.ip_network(n) for n in networks]
+        self.networks = [ipaddress.ip_network(n, strict=False) for n in networks]
 
     def trusted(self, address: str) -> bool:
         """Whether ``address`` is one of the trusted proxies."""
