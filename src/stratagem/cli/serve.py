@@ -53,9 +53,9 @@ def serve(cfg: ServeSettings) -> None:
     if not is_llm(cfg.agent) and cfg.llm_settings_given():
         names = ", ".join(cfg.llm_settings_given())
         raise ConfigError(f"{names}: for LLM agents (hf, openai:MODEL, vllm) only, not {cfg.agent}")
-    from stratagem.web.security import trusted_hosts
+    from stratagem.web.security import deployment
 
-    hosts = trusted_hosts(cfg.host, cfg.allowed_hosts)
+    site = deployment(cfg.host, cfg.port, cfg.allowed_hosts, cfg.trusted_proxies)
     the_game = get_game(cfg.game, **cfg.params)
     the_agent = make_agent(cfg.agent, the_game, cfg.llm_options(the_game))
     store = GameStore(cfg.db)
@@ -72,11 +72,9 @@ def serve(cfg: ServeSettings) -> None:
         max_batch=cfg.max_batch,
         study=study,
     )
-    app = create_app(service, allowed_hosts=hosts)
-    shown = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
+    app = create_app(service, allowed_hosts=site.hosts, trusted_proxies=site.proxies)
     console.print(
-        f"{cfg.game} against {the_agent.name}: http://{shown}:{cfg.port} (games stored in "
-        f"{cfg.db}; Ctrl-C stops)",
+        f"{cfg.game} against {the_agent.name}: {site.url} (games stored in {cfg.db}; Ctrl-C stops)",
         highlight=False,
         markup=False,
     )
@@ -89,6 +87,7 @@ def serve(cfg: ServeSettings) -> None:
             log_level="info",
             server_header=False,
             access_log=False,
+            proxy_headers=False,  # ForwardedHeaders believes only --trusted-proxy
         )
     finally:
         store.close()

@@ -19,13 +19,14 @@ module-level per-game or per-user state, RELIABILITY I1) to HTTP:
 ``GET /api/operator``                   the same summary as JSON
 ======================================  ======================================================
 
-Errors are one-line JSON ``{"detail": ...}``: 403 for another session's game, a cross-site
-request, a game started before the study's terms are accepted, or the operator's summary without
-its token; 404 for a game the server does not hold (``"gone": true`` and its stored ``status``,
-so a page left open over it says so), 409 for a move while another is handled or while the model
-plays, 422 for refused input (the game unchanged), 429 with ``Retry-After`` past a rate limit, and
-a generic 500 that never carries a traceback (I9). Every response carries a strict CSP
-(``default-src 'self'``, no inline script) and the usual hardening headers (I5).
+Errors are one-line JSON ``{"detail": ...}``: 400 for a session cookie that is not ASCII (cleared),
+403 for another session's game, a cross-site request, a game started before the study's terms are
+accepted, or the operator's summary without its token; 404 for a game the server does not hold
+(``"gone": true`` and its stored ``status``, so a page left open over it says so), 409 for a move
+while another is handled or while the model plays, 422 for refused input (the game unchanged), 429
+with ``Retry-After`` past a rate limit, and a generic 500 that never carries a traceback (I9).
+Every response, an error too, carries a strict CSP (``default-src 'self'``, no inline script) and
+the usual hardening headers (I5).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,15 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from stratagem.web.boards import InputError
 from stratagem.web.episodes import Busy, HumanEpisode
-from stratagem.web.security import COOKIE, SecurityHeaders, same_origin, sign
+from stratagem.web.security import (
+    COOKIE,
+    ForwardedHeaders,
+    MalformedCookie,
+    SecurityHeaders,
+    public_name,
+    same_origin,
+    sign,
+)
 from stratagem.web.service import Forbidden, Limited, Limits, NotFound, PlayService, Session
 from stratagem.web.study import summary_page
 
@@ -58,9 +67,15 @@ log = logging.getLogger("stratagem.web")
 STATIC = Path(str(resources.files("stratagem.web") / "static"))
 
 
-def create_app(service: PlayService, allowed_hosts: list[str] | None = None) -> FastAPI:
+def create_app(
+    service: PlayService,
+    allowed_hosts: list[str] | None = None,
+    trusted_proxies: Sequence[str] = (),
+) -> FastAPI:
     """Returns the FastAPI app of the play page around ``service``; with ``allowed_hosts``,
-    requests naming another host are refused (Starlette's ``TrustedHostMiddleware``)."""
+    requests naming another host are refused (Starlette's ``TrustedHostMiddleware``); requests
+    from ``trusted_proxies`` (networks, as ``security.proxy_networks`` returns them) take their
+    scheme, host and client address from the ``X-Forwarded-*`` headers (``ForwardedHeaders``)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -96,6 +111,7 @@ def create_app(service: PlayService, allowed_hosts: list[str] | None = None) -> 
     if allowed_hosts:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(ForwardedHeaders, networks=tuple(trusted_proxies))  # outermost: first
     return app
 
 
@@ -130,12 +146,12 @@ def _routes(app: FastAPI, service: PlayService) -> None:
 
     @app.get("/api/session")
     def get_session(request: Request) -> dict[str, Any]:
-        service.check_limit(f"reads-ip:{_ip(request)}", limits.reads_per_minute_ip, 60.0)
         current = session(request)
+        service.check_read(current, _ip(request))
         return {
             "game": service.game.name,
             "board": service.board.kind,
-            "agent": service.agent.name,
+            "agent": public_name(service.agent.name),
             "live": current.live if current is not None else None,
         }
 
@@ -182,8 +198,9 @@ def _game_routes(
 
     @app.get("/api/games/{game_id}")
     def get_game(game_id: str, request: Request) -> JSONResponse:
-        service.check_limit(f"reads-ip:{_ip(request)}", limits.reads_per_minute_ip, 60.0)
-        return _state(service.game_of(session(request), game_id))
+        current = session(request)
+        service.check_read(current, _ip(request))
+        return _state(service.game_of(current, game_id))
 
     @app.post("/api/games/{game_id}/turn")
     async def turn(game_id: str, request: Request) -> JSONResponse:
@@ -311,11 +328,14 @@ def _errors(app: FastAPI) -> None:
     async def limited(request: Request, exc: Limited) -> JSONResponse:
         return detail(429, str(exc), {"Retry-After": str(exc.retry_after)})
 
+    @app.exception_handler(MalformedCookie)
+    async def malformed_cookie(request: Request, exc: MalformedCookie) -> JSONResponse:
+        response = detail(400, str(exc))
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        return response
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return detail(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
 
-    @app.exception_handler(Exception)
-    async def crashed(request: Request, exc: Exception) -> JSONResponse:
-        log.error("internal error on %s %s: %r", request.method, request.url.path, exc)
-        return detail(500, "internal error")
+    # any other exception becomes a generic 500 in ``SecurityHeaders`` (with its headers, I9)

@@ -42,9 +42,11 @@ class Limits:
     turns_per_minute_ip: int = 120  # of one IP address, all its sessions together
     games_per_hour: int = 30  # new games of one session
     games_per_hour_ip: int = 120
-    reads_per_minute_ip: int = 1200  # state polls of one IP address
+    reads_per_minute: int = 300  # state polls of one session (the page polls 200 a minute at most)
+    reads_per_minute_ip: int = 1200  # state reads of one IP address without a session
     games_per_session: int = 200
     idle_seconds: float = 900.0  # a live game untouched this long is stored as abandoned
+    model_timeout: float | None = 120.0  # seconds the model may take for a turn; then a retry
     max_body_bytes: int = 16_384
     cookie_seconds: int = 7 * 24 * 3600
 
@@ -187,6 +189,7 @@ class PlayService:
             human_seat=self._seat(seat),
             seed=secrets.randbits(32),
             touched=self.clock(),
+            model_timeout=limits.model_timeout,
         )
         with self._lock:
             self.games[human.game_id] = human
@@ -256,6 +259,14 @@ class PlayService:
             raise Forbidden("this game belongs to another session")
         human.touched = self.clock()
         return human
+
+    def check_read(self, session: Session | None, ip: str) -> None:
+        """Counts one read against its session, or against its IP address when it has none:
+        people behind one address (a school, a lab) each poll at the page's own pace."""
+        if session is not None:
+            self.check_limit(f"reads:{session.id}", self.limits.reads_per_minute, 60.0)
+        else:
+            self.check_limit(f"reads-ip:{ip}", self.limits.reads_per_minute_ip, 60.0)
 
     def check_limit(self, key: str, limit: int, window: float) -> None:
         """Counts one hit of ``key``; raises ``Limited`` past ``limit`` per ``window``."""

@@ -40,6 +40,11 @@ class ServeSettings(LLMSettings, GameChoice):
     """SQLite file of played games (one server per file; every row names its configuration)."""
     allowed_hosts: list[str] = opt([], "--allowed-host")
     """Host names people use to reach the page."""
+    trusted_proxies: list[str] = opt([], "--trusted-proxy")
+    """Address or network of a reverse proxy whose X-Forwarded-Proto/-Host/-For are believed;
+    repeatable [none: the headers are ignored]."""
+    model_timeout: Annotated[float, Field(gt=0)] = 120.0
+    """Seconds the model may take for one turn, any backend; then the page offers a retry."""
     export: str | None = None
     """Write the stored finished games of --game as a run folder, then exit."""
     turns_per_minute: Positive = 30
@@ -73,4 +78,5 @@ class ServeSettings(LLMSettings, GameChoice):
             games_per_hour_ip=self.games_per_hour_ip,
             games_per_session=self.games_per_session,
             idle_seconds=self.idle_minutes * 60.0,
+            model_timeout=self.model_timeout,
         )
