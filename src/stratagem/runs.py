@@ -39,6 +39,7 @@ from stratagem.trace import RETRY_STATUSES, Trace, TraceWriter, dumps
 MANIFEST = "run.json"
 TRACES = "traces.jsonl"
 LOCK = "run.lock"
+INPUTS = "inputs"  # copies of the files a game read (``game.HasInputFiles``), by parameter
 
 # plays episode specs like ``stratagem.play.play`` (same arguments), yielding traces
 Player = Callable[..., Iterator[Trace]]
@@ -203,6 +204,19 @@ class RunFolder:
             raise
         return errors
 
+    def keep_inputs(self, files: Mapping[str, str]) -> None:
+        """Copies each file the game read into ``inputs/<parameter>`` (``stored_inputs`` gives
+        them back), so the folder alone rebuilds its metrics wherever it is read."""
+        for param, source in files.items():
+            target = self.path / INPUTS / param
+            try:
+                target.parent.mkdir(exist_ok=True)
+                tmp = target.with_name(target.name + ".tmp")
+                tmp.write_bytes(Path(source).read_bytes())
+                os.replace(tmp, target)
+            except OSError as exc:
+                raise _fs_error(exc, target) from None
+
     def finish(self, status: str, **counts: Any) -> None:
         """Record the run's final ``status`` (and counts) in ``run.json``."""
         self._manifest.update(status=status, finished=_now(), **counts)
@@ -276,9 +290,7 @@ class RunFolder:
             if stored.get(k) != self.fingerprint.get(k)
         )
         if drift:
-            details = "; ".join(
-                f"{k}: {stored.get(k)!r} -> {self.fingerprint.get(k)!r}" for k in drift
-            )
+            details = "; ".join(_drift(k, stored.get(k), self.fingerprint.get(k)) for k in drift)
             raise ConfigDriftError(
                 f"{self.path} was made with other settings ({details}); "
                 "use a new --out folder to start a fresh run"
@@ -293,6 +305,23 @@ class RunFolder:
             with contextlib.suppress(OSError):
                 tmp.unlink()
             raise _fs_error(exc, self.path / MANIFEST) from None
+
+
+def _drift(key: str, old: Any, new: Any) -> str:
+    """One drifted setting as ``key: old -> new``; for two mappings only the entries that
+    differ (``game_params.contexts_sha256: ...``), so the change is what the message shows."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        return "; ".join(_drift(f"{key}.{k}", old.get(k), new.get(k)) for k in keys)
+    return f"{key}: {old!r} -> {new!r}"
+
+
+def stored_inputs(path: str | Path) -> dict[str, str]:
+    """The copies ``RunFolder.keep_inputs`` made in the run folder ``path``, by parameter."""
+    folder = Path(path) / INPUTS
+    if not folder.is_dir():
+        return {}
+    return {f.name: str(f) for f in sorted(folder.iterdir()) if not f.name.endswith(".tmp")}
 
 
 def scan_traces(path: Path) -> tuple[set[str], set[str]]:
