@@ -205,15 +205,13 @@ class RunFolder:
         return errors
 
     def keep_inputs(self, files: Mapping[str, str]) -> None:
-        """Copies each file the game read into ``inputs/<parameter>`` (``stored_inputs`` gives
-        them back), so the folder alone rebuilds its metrics wherever it is read."""
+        """Copies each file the game read to ``inputs/<parameter>``: the folder alone suffices."""
         for param, source in files.items():
             target = self.path / INPUTS / param
             try:
                 target.parent.mkdir(exist_ok=True)
-                tmp = target.with_name(target.name + ".tmp")
-                tmp.write_bytes(Path(source).read_bytes())
-                os.replace(tmp, target)
+                target.with_suffix(".tmp").write_bytes(Path(source).read_bytes())
+                os.replace(target.with_suffix(".tmp"), target)
             except OSError as exc:
                 raise _fs_error(exc, target) from None
 
@@ -308,8 +306,7 @@ class RunFolder:
 
 
 def _drift(key: str, old: Any, new: Any) -> str:
-    """One drifted setting as ``key: old -> new``; for two mappings only the entries that
-    differ (``game_params.contexts_sha256: ...``), so the change is what the message shows."""
+    """``key: old -> new``; for two mappings, each entry that differs (``game_params.x: ...``)."""
     if isinstance(old, dict) and isinstance(new, dict):
         keys = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
         return "; ".join(_drift(f"{key}.{k}", old.get(k), new.get(k)) for k in keys)
@@ -319,9 +316,8 @@ def _drift(key: str, old: Any, new: Any) -> str:
 def stored_inputs(path: str | Path) -> dict[str, str]:
     """The copies ``RunFolder.keep_inputs`` made in the run folder ``path``, by parameter."""
     folder = Path(path) / INPUTS
-    if not folder.is_dir():
-        return {}
-    return {f.name: str(f) for f in sorted(folder.iterdir()) if not f.name.endswith(".tmp")}
+    files = sorted(folder.iterdir()) if folder.is_dir() else []
+    return {f.name: str(f) for f in files if f.suffix != ".tmp"}
 
 
 def scan_traces(path: Path) -> tuple[set[str], set[str]]:

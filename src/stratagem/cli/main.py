@@ -16,6 +16,7 @@ from collections.abc import Callable
 import typer
 from rich.console import Console
 
+from stratagem.cli import dialogue as live
 from stratagem.cli import evaluate, imitate, info, matrix, psro, report, serve, solve, tournament
 from stratagem.cli import train as training
 from stratagem.cli.options import register
@@ -67,6 +68,7 @@ register(app, "report", report.ReportConfig, report.report_command)
 register(app, "solve", solve.SolveConfig, solve.solve_command)
 register(app, "psro", psro.PSROConfig, psro.psro_command)
 register(app, "imitate", imitate.ImitateConfig, imitate.imitate_command)
+register(app, "dialogue", live.DialogueConfig, live.dialogue_command)
 register(app, "serve", serve.ServeSettings, serve.serve_command)
 register(
     app,
