@@ -181,6 +181,8 @@ def test_dialogue_command_steers_live_with_a_saved_mlp_and_with_cfr(monkeypatch,
         if r["cell"][(1 + s) % 2] == "steered"
     ]
     assert set(steered) <= {"calm", "assertive", "any"} and steered
+    flat = len({v for r in meta["row"] for v in r}) == len({v for r in meta["col"] for v in r}) == 1
+    assert ("only breaks a tie" in (out / "table.md").read_text()) == flat
     before = (out / "dialogues.jsonl").read_bytes()
     again = run("dialogue", *common, "--steer", mlp, "--scenarios", "2", "--games", "2", "-o", out)
     assert again.exit_code == 0 and (out / "dialogues.jsonl").read_bytes() == before

@@ -170,6 +170,8 @@ def write_live(console: Console, folder: Path, cfg: Any, dialogues, meta, usage,
     (folder / "meta_game.json").write_text(json.dumps(asdict(meta), indent=2) + "\n")
     (ss, su), (us, uu) = meta.row
     (css, csu), (cus, cuu) = meta.col
+    same = len({ss, su, us, uu}) == 1 and len({css, csu, cus, cuu}) == 1
+    flat = " (every cell pays the same: the mass only breaks a tie)" if same else ""
     table = (
         f"Live {cfg.game} dialogues steered by {meta.steer}: {meta.scenarios} scenarios × "
         f"{meta.games} games per cell, {cfg.replies} replies, {cfg.seeds} LLM seeds; mean "
@@ -178,7 +180,7 @@ def write_live(console: Console, folder: Path, cfg: Any, dialogues, meta, usage,
         f"| steered | {ss:.2f}, {css:.2f} | {su:.2f}, {csu:.2f} |\n"
         f"| unsteered | {us:.2f}, {cus:.2f} | {uu:.2f}, {cuu:.2f} |\n\n"
         f"CCE mass on the steered LLM: seat 0 {meta.steered_mass[0]:.2f}, seat 1 "
-        f"{meta.steered_mass[1]:.2f}; model calls {usage.calls}, cache hits {usage.hits}\n"
+        f"{meta.steered_mass[1]:.2f}{flat}; model calls {usage.calls}, cache hits {usage.hits}\n"
     )
     (folder / "table.md").write_text(table)
     console.print(table)
