@@ -101,7 +101,8 @@ def prepare_live(cfg: Any) -> tuple:
     if cfg.steer != "cfr":
         from stratagem.training import imitation
 
-        policy = imitation.load_policy(cfg.steer, imitation.load_embedder())
+        policy = imitation.load_policy(cfg.steer)  # the file first: the embedder takes seconds
+        policy.embed = imitation.load_embedder()
         if cfg.instructions and tuple(cfg.instructions) != policy.instructions:
             raise ConfigError(f"--instructions: the MLP steers with {policy.instructions}")
         cfg.instructions = list(policy.instructions)
