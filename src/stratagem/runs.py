@@ -37,18 +37,18 @@ from typing import Any
 
 from stratagem.errors import ConfigDriftError, ConfigError, StratagemError, shown
 from stratagem.settings import check_folder_text, normal_paths
-from stratagem.trace import (  # noqa: F401 (TraceFileError: raised here, imported from here)
-    RETRY_STATUSES,
+from stratagem.trace import (  # noqa: F401 (TraceFileError, scan_traces: imported from here)
     Trace,
     TraceFileError,
     TraceWriter,
     dumps,
-    read_record,
+    scan_traces,
 )
 
 MANIFEST = "run.json"
 TRACES = "traces.jsonl"
 LOCK = "run.lock"
+INPUTS = "inputs"  # copies of the files a game read (``game.HasInputFiles``), by parameter
 
 # plays episode specs like ``stratagem.play.play`` (same arguments), yielding traces
 Player = Callable[..., Iterator[Trace]]
@@ -207,6 +207,17 @@ class RunFolder:
             raise
         return errors
 
+    def keep_inputs(self, files: Mapping[str, str]) -> None:
+        """Copies each file the game read to ``inputs/<parameter>``: the folder alone suffices."""
+        for param, source in files.items():
+            target = self.path / INPUTS / param
+            try:
+                target.parent.mkdir(exist_ok=True)
+                target.with_suffix(".tmp").write_bytes(Path(source).read_bytes())
+                os.replace(target.with_suffix(".tmp"), target)
+            except OSError as exc:
+                raise _fs_error(exc, target) from None
+
     def finish(self, status: str, **counts: Any) -> None:
         """Record the run's final ``status`` (and counts) in ``run.json``."""
         self._manifest.update(status=status, finished=_now(), **counts)
@@ -280,9 +291,7 @@ class RunFolder:
             if not _same(stored.get(k), self.fingerprint.get(k))
         )
         if drift:
-            details = "; ".join(
-                f"{k}: {shown(stored.get(k))} -> {shown(self.fingerprint.get(k))}" for k in drift
-            )
+            details = "; ".join(_drift(k, stored.get(k), self.fingerprint.get(k)) for k in drift)
             raise ConfigDriftError(
                 f"{self.path} was made with other settings ({details}); "
                 "use a new --out folder to start a fresh run"
@@ -300,41 +309,20 @@ class RunFolder:
             raise _fs_error(exc, self.path / MANIFEST) from None
 
 
-def scan_traces(path: Path, key: str | None = None) -> tuple[set[str], set[str]]:
-    """Returns (ids of kept episodes, ids of errored ones) of a trace file, checking every line.
+def _drift(key: str, old: Any, new: Any) -> str:
+    """``key: old -> new`` (each value quoted short); for two mappings, each entry that differs
+    (``game_params.x: ...``)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = sorted(k for k in old.keys() | new.keys() if not _same(old.get(k), new.get(k)))
+        return "; ".join(_drift(f"{key}.{k}", old.get(k), new.get(k)) for k in keys)
+    return f"{key}: {shown(old)} -> {shown(new)}"
 
-    A torn last line (no newline) is ignored: resuming cuts it off. Raises ``TraceFileError``
-    for a line before it that is no trace record (``trace.read_record``: blank, not JSON, a
-    field missing or of the wrong type) or an id twice among the kept records, and
-    ``ConfigDriftError`` for an episode whose id does not start with ``key`` (when given): one
-    of a run with other settings.
-    """
-    done: set[str] = set()
-    errors: set[str] = set()
-    if not path.exists():
-        return done, errors
-    with open(path, "rb") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.endswith(b"\n"):
-                break  # a torn last record
-            try:
-                episode, status = read_record(line)
-            except ValueError as exc:
-                raise TraceFileError(path, number, f"is {exc}") from None
-            if key is not None and not episode.startswith(f"{key}/"):
-                raise ConfigDriftError(
-                    f"{path}:{number} holds episode {shown(episode)} of a run with other "
-                    f"settings (this run's ids start with {key}/): its {MANIFEST} was edited or "
-                    "another run's traces were copied in; use a new --out folder"
-                )
-            if status in RETRY_STATUSES:
-                errors.add(episode)
-            elif episode in done:
-                twice = f"repeats episode {shown(episode)}; a trace file holds each episode once"
-                raise TraceFileError(path, number, twice + " (two writers?)", None)
-            else:
-                done.add(episode)
-    return done, errors
+
+def stored_inputs(path: str | Path) -> dict[str, str]:
+    """The copies ``RunFolder.keep_inputs`` made in the run folder ``path``, by parameter."""
+    folder = Path(path) / INPUTS
+    files = sorted(folder.iterdir()) if folder.is_dir() else []
+    return {f.name: str(f) for f in files if f.suffix != ".tmp"}
 
 
 def read_fingerprint(path: str | Path) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from stratagem.errors import ConfigError
+from stratagem.errors import ConfigDriftError, ConfigError, shown
 from stratagem.game import RoundResult, Seat
 
 SCHEMA_VERSION = 2  # v2: params, system prompts per seat, decision attempts (v1 still reads)
@@ -271,3 +271,40 @@ def validate_line(line: str):
     from stratagem.trace_schema import TraceLine
 
     return TraceLine.model_validate_json(line)
+
+
+def scan_traces(path: Path, key: str | None = None) -> tuple[set[str], set[str]]:
+    """Returns (ids of kept episodes, ids of errored ones) of a trace file, checking every line.
+
+    A torn last line (no newline) is ignored: resuming cuts it off. Raises ``TraceFileError``
+    for a line before it that is no trace record (``trace.read_record``: blank, not JSON, a
+    field missing or of the wrong type) or an id twice among the kept records, and
+    ``ConfigDriftError`` for an episode whose id does not start with ``key`` (when given): one
+    of a run with other settings.
+    """
+    done: set[str] = set()
+    errors: set[str] = set()
+    if not path.exists():
+        return done, errors
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.endswith(b"\n"):
+                break  # a torn last record
+            try:
+                episode, status = read_record(line)
+            except ValueError as exc:
+                raise TraceFileError(path, number, f"is {exc}") from None
+            if key is not None and not episode.startswith(f"{key}/"):
+                raise ConfigDriftError(
+                    f"{path}:{number} holds episode {shown(episode)} of a run with other "
+                    f"settings (this run's ids start with {key}/): its run.json was edited or "
+                    "another run's traces were copied in; use a new --out folder"
+                )
+            if status in RETRY_STATUSES:
+                errors.add(episode)
+            elif episode in done:
+                twice = f"repeats episode {shown(episode)}; a trace file holds each episode once"
+                raise TraceFileError(path, number, twice + " (two writers?)", None)
+            else:
+                done.add(episode)
+    return done, errors

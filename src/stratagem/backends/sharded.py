@@ -17,6 +17,7 @@ key, a missing model) is raised on the driver as itself.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -69,6 +70,13 @@ class ShardWorker:
     def model_id(self) -> str:
         """Returns the backend's model id (building the backend)."""
         return self._call(lambda: self.backend.model_id)
+
+    def fingerprint(self) -> str:
+        """Returns what names the backend's exact weights: its ``fingerprint`` where it has one
+        (a content hash of a local model's weights, adapters and dtype), else its model id."""
+        return self._call(
+            lambda: getattr(self.backend, "fingerprint", None) or self.backend.model_id
+        )
 
     def generate(
         self,
@@ -144,6 +152,13 @@ class RayBackend:
             raise
         self.model_id: str = ids[0]
         self.pids: list[int] = [self._get(a.pid.remote()) for a in self.actors]
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """The workers' model fingerprint (worker 0's: every worker builds the same backend),
+        asked on first use, so that ``CachedBackend`` keys a sharded model's answers exactly as
+        it keys the local model's (RELIABILITY C1), and only a caching caller pays for hashing."""
+        return str(self._get(self.actors[0].fingerprint.remote()))
 
     def generate(
         self,

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import typer
 from rich.console import Console
 
+from stratagem.cli import dialogue as live
 from stratagem.cli import evaluate, imitate, info, matrix, psro, report, serve, solve, tournament
 from stratagem.cli import train as training
 from stratagem.cli.options import register
@@ -66,6 +67,7 @@ register(app, "report", report.ReportConfig, report.report_command)
 register(app, "solve", solve.SolveConfig, solve.solve_command, wrap=answers)
 register(app, "psro", psro.PSROConfig, psro.psro_command, wrap=answers)
 register(app, "imitate", imitate.ImitateConfig, imitate.imitate_command, wrap=answers)
+register(app, "dialogue", live.DialogueConfig, live.dialogue_command, wrap=answers)
 register(app, "serve", serve.ServeSettings, serve.serve_command)
 register(
     app,

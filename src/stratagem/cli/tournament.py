@@ -24,7 +24,7 @@ class TournamentConfig(RunGroup, SizeSettings, RaySettings, LLMSettings, GameGro
     """Every agent against every agent in both roles (itself included) on the same scenarios."""
 
     agents: list[str] = opt(..., "-a")
-    """Agents: strategy names, hf, hf:MODEL, openai:MODEL, vllm."""
+    """Agents: strategy names, hf, hf:MODEL, openai:MODEL, vllm; hf@ADAPTER loads its own."""
     episodes: Positive = opt(20, "-n")
     """Episodes per pairing (games without scenario regimes)."""
     gft: NonNegative = 400
@@ -111,14 +111,14 @@ def _build_agents(
     """Returns the agents by tournament name, and the spec string of each built agent by agent
     name. ``remote`` (a Ray run): model agents are ``RemoteAgent``s, loaded by the workers only.
     """
-    from stratagem.agents.spec import make_agent
+    from stratagem.agents.spec import LOCAL_KINDS, agent_kind, is_llm, make_agent
 
     built: dict[str, Agent] = {}
     specs: dict[str, str] = {}
     for name in names:
-        spec = name if ":" in name or name in ("hf", "vllm") else f"strategy:{name}"
+        spec = name if ":" in name or is_llm(name) else f"strategy:{name}"
         key = re.sub(r"[|]", "_", name)
-        if remote and spec.partition(":")[0] in ("hf", "vllm"):
+        if remote and agent_kind(spec) in LOCAL_KINDS:
             from stratagem.tournament.ray import RemoteAgent
 
             built[key] = RemoteAgent(spec, key)

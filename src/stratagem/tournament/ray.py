@@ -42,7 +42,7 @@ from itertools import chain
 from typing import Any, Literal
 
 from stratagem.agent import Agent
-from stratagem.agents.spec import LLMOptions
+from stratagem.agents.spec import LLMOptions, agent_kind
 from stratagem.cluster import (
     CONNECT_TIMEOUT,
     LOCAL,
@@ -247,7 +247,7 @@ class _Run:
                 self.exhausted = True
             else:
                 self.queue.append(spec)
-        models = any(a.partition(":")[0] in MODEL_KINDS for m in self.queue for a in m.agents)
+        models = any(agent_kind(a) in MODEL_KINDS for m in self.queue for a in m.agents)
         if player.gpus_per_worker is not None:
             self.gpus = player.gpus_per_worker
         else:

@@ -180,12 +180,14 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
     def fingerprint(self) -> dict[str, Any]:
         """The settings that identify a run, as JSON values: ``iterations`` and ``patience`` are
         left out (a run may be extended), as are ``max_live`` and ``save_total_limit`` (batching
-        and disk policy, not results)."""
+        and disk policy, not results); a context file is named by its path and content hash."""
         d = asdict(self)
         for runtime in ("iterations", "patience", "max_live", "save_total_limit"):
             d.pop(runtime)
         d["out"], d["adapter"] = normal_path(self.out), normal_paths(self.adapter)
         d["contexts"] = None if self.contexts is None else str(self.contexts)
+        if self.contexts is not None:  # the file's content names the run, not only its path
+            d["contexts_sha256"] = dond_game(self).params["contexts_sha256"]
         return d
 
     @property

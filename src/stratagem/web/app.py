@@ -49,6 +49,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from stratagem.web.boards import InputError
 from stratagem.web.episodes import Busy, HumanEpisode
+from stratagem.web.errors import Forbidden, Limited, NotFound
 from stratagem.web.security import (
     COOKIE,
     ForwardedHeaders,
@@ -58,7 +59,7 @@ from stratagem.web.security import (
     same_origin,
     sign,
 )
-from stratagem.web.service import Forbidden, Limited, Limits, NotFound, PlayService, Session
+from stratagem.web.service import Limits, PlayService, Session
 from stratagem.web.study import summary_page
 
 __all__ = ["Limits", "PlayService", "create_app"]

@@ -26,6 +26,7 @@ from stratagem.agent import Agent
 from stratagem.game import Game
 from stratagem.web.boards import Board, board_for
 from stratagem.web.episodes import Busy, HumanEpisode, ModelWorker
+from stratagem.web.errors import Forbidden, Limited, NotFound
 from stratagem.web.records import LIVE_ERROR, GameRecord, Status, configuration_id
 from stratagem.web.security import RateLimiter, new_id, unsign
 from stratagem.web.storage import GameStore, now_iso
@@ -49,27 +50,6 @@ class Limits:
     model_timeout: float | None = 120.0  # seconds the model may take for a turn; then a retry
     max_body_bytes: int = 16_384
     cookie_seconds: int = 7 * 24 * 3600
-
-
-class Forbidden(PermissionError):
-    """HTTP 403: another session's game, or a cross-site request."""
-
-
-class NotFound(LookupError):
-    """HTTP 404: no such game (never created, or forgotten after it was stored); ``status`` is
-    its stored status when the database holds it."""
-
-    def __init__(self, message: str = "no such game", status: Status | None = None):
-        super().__init__(message)
-        self.status = status
-
-
-class Limited(RuntimeError):
-    """HTTP 429: a rate limit; ``retry_after`` in whole seconds."""
-
-    def __init__(self, message: str, retry_after: int):
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 @dataclass
