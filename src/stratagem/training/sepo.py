@@ -46,7 +46,9 @@ Where this departs from the paper, on purpose:
 - each decision's token losses are averaged over its tokens, then weighted by
   ``group weight / (rollouts × rounds)``, so long answers do not outweigh short ones;
 - decisions settled by the constrained fallback still train the tokens the model generated,
-  with the advantage of the action that was played;
+  with the advantage of the action that was played; ``--format-penalty X`` subtracts X from the
+  round's reward per such decision, so a small model whose answers mostly fail to parse is not
+  trained towards whatever text happened to precede a good fallback action;
 - the KL reference stays the starting policy unless ``--ref-refresh-every 5 --ref-refresh-kl
   0.5`` asks for Table 17's refresh; gradient checkpointing is off unless
   ``--gradient-checkpointing``;
@@ -112,6 +114,11 @@ class SEPOArgs(GRPOArgs):
     """Multiplies every λ of J in the training rewards: 1 trains on J as the game declares it;
     0 trains on payoff alone (plain GRPO), the control of a SEPO run. Evaluation reports J with
     the game's own λ either way."""
+    format_penalty: NonNegativeFloat = 0.0
+    """Subtracted from a round's reward (in the rewards' payoff units) for each of the policy's
+    decisions in it that named no legal action and were settled by the fallback, so answers that
+    do not parse are trained away rather than credited with the fallback's action; 0: the
+    payoff alone."""
     kl: NonNegativeFloat | None = None
     """β of the one-sided KL; default 0.01 (the game may declare another: Kuhn 0.2)."""
     learning_rate: PositiveFloat | None = None
@@ -182,8 +189,9 @@ class SEPOArgs(GRPOArgs):
         policy.
         """
         d = GRPOArgs.fingerprint(self.resolved())
-        if d.get("rollout_engine") == "hf":  # the default: runs made before the option resume
-            d.pop("rollout_engine")
+        for option, default in (("rollout_engine", "hf"), ("format_penalty", 0.0)):
+            if d.get(option) == default:  # runs made before the option resume
+                d.pop(option)
         return d
 
 

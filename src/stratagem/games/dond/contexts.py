@@ -171,6 +171,9 @@ def load_contexts(path: str | Path) -> LoadedContexts:
         if any(len(v) != 6 for v in views):
             failures.append(f"lines {where}: each line needs six integers")
             continue
+        if any(abs(x) > MAX_NUMBER for v in views for x in v):  # never printed, nor compared
+            failures.append(f"lines {where}: a count or value is beyond ±{MAX_NUMBER}")
+            continue
         counts = [tuple(v[0::2]) for v in views]
         if counts[0] != counts[1]:
             raise ConfigError(
