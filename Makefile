@@ -27,9 +27,10 @@ $(SERVER_STAMP): $(STAMP)
 	touch $(SERVER_STAMP)
 
 # headless Chromium for the play page's browser tests: the Debian package, driven by Playwright
-# (a pip package); nothing is downloaded at run time
+# (a pip package); openssl makes the certificate of the TLS reverse-proxy test; nothing is
+# downloaded at run time
 $(BROWSER_STAMP): $(STAMP)
-	test -x /usr/bin/chromium || ($(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	test -x /usr/bin/chromium -a -x /usr/bin/openssl || ($(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openssl)
 	touch $(BROWSER_STAMP)
 
 setup: $(STAMP)

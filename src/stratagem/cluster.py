@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from typing import Any
 
 from stratagem.errors import StratagemError
@@ -19,6 +20,7 @@ LOCAL = "local"  # ``--ray`` without an address: start a Ray cluster on this mac
 # a local cluster's workers run at the driver's priority: Ray's default (niceness +15, so they
 # yield to its own processes) lets any other job on a busy machine starve the run's only players
 WORKER_NICENESS = 0
+CONNECT_TIMEOUT = 10.0  # seconds a cluster address gets to accept a connection
 
 
 class RayWorkerError(StratagemError):
@@ -56,10 +58,16 @@ class RaisedOnWorker(Exception):
         return error
 
 
-def connect(address: str | None, cpus: int | None = None) -> tuple[Any, bool]:
+def connect(
+    address: str | None, cpus: int | None = None, timeout: float = CONNECT_TIMEOUT
+) -> tuple[Any, bool]:
     """Connects to Ray: to the cluster at ``address``, or a local cluster of ``cpus`` CPUs
     (default: this machine's) when ``address`` is None or ``local``; returns (the ray module,
     whether this call started the connection, so the caller shuts it down).
+
+    A cluster address (``HOST:PORT``, ``ray://HOST:PORT``) must accept a connection within
+    ``timeout`` seconds before Ray is asked to join it: Ray itself retries an address that does
+    not answer for many minutes.
 
     Raises:
         RayWorkerError: Ray is not installed or the cluster cannot be reached.
@@ -73,6 +81,8 @@ def connect(address: str | None, cpus: int | None = None) -> tuple[Any, bool]:
     if ray.is_initialized():
         return ray, False
     address = None if address in (None, "", LOCAL) else address
+    if address is not None:
+        check_reachable(address, timeout)
     quiet: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING}
     try:
         if address is None:
@@ -87,6 +97,25 @@ def connect(address: str | None, cpus: int | None = None) -> tuple[Any, bool]:
         where = address or "a local cluster"
         raise RayWorkerError(f"cannot start Ray on {where}: {exc}") from None
     return ray, True
+
+
+def check_reachable(address: str, timeout: float) -> None:
+    """Raise ``RayWorkerError`` unless the host and port of ``address`` (``HOST:PORT`` or
+    ``ray://HOST:PORT``; ``auto`` and other forms are left to Ray) accept a TCP connection within
+    ``timeout`` seconds."""
+    rest = address.removeprefix("ray://")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    host = host.strip("[]")  # an IPv6 literal: [::1]:6379
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        reason = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise RayWorkerError(
+            f"cannot reach the Ray cluster at {address} ({reason}, waited up to {timeout:g} s); "
+            "check --ray-address, or allow longer with --ray-timeout"
+        ) from None
 
 
 def first_line(exc: BaseException) -> str:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from stratagem.agent import Agent
 from stratagem.episode import EpisodeSpec
-from stratagem.game import Game, HasSolverTree
+from stratagem.errors import ConfigError
+from stratagem.game import Game, HasInputFiles, HasSolverTree
 from stratagem.metrics.estimate import Estimate
 from stratagem.metrics.kuhn import policy_of
 from stratagem.metrics.registry import game_metrics
@@ -103,12 +104,20 @@ def evaluate(
 
     Metrics are SEPO's for a ``SEPOGame``, else the game's own (``metrics.registry``). ``player``
     plays the episodes in place of the local ``play`` (``tournament.ray.RayPlayer``: on Ray).
-    Raises ``ConfigError`` for a game with neither (use a tournament for those).
+    ``normalise`` scales SEPO payoffs by 3 / the game's reference payoff. The run folder keeps a
+    copy of every file the game read (``HasInputFiles``). Raises ``ConfigError`` for a game with
+    neither kind of metrics (use a tournament for those), and for ``normalise`` on a game whose
+    metrics are its own (there is no reference payoff to scale by: it would do nothing).
     """
     from stratagem.report.tables import write_metrics
 
     if game_metrics(game.name) is None:
         as_sepo_game(game)  # a clear error for a game with no metrics to evaluate
+    if normalise and not isinstance(game, SEPOGame):
+        raise ConfigError(
+            f"--normalise scales a SEPO game's payoffs by 3 / its reference payoff; {game.name} "
+            "has its own metrics and no reference payoff, so it would change nothing: drop it"
+        )
     specs = sepo_episodes(game, agent, episodes=episodes, seed=seed)
     if out is None:
         traces = list((player or play)(game, specs, max_live=max_live, on_finish=on_episode))
@@ -128,6 +137,8 @@ def evaluate(
         **(fingerprint_extra or {}),
     }
     with RunFolder(out, fingerprint, runtime=runtime(max_live, player)) as run:
+        if isinstance(game, HasInputFiles):
+            run.keep_inputs(game.input_files())
         errors = run.play(game, specs, max_live=max_live, on_episode=on_episode, player=player)
         result = _result(game, agent, iter_traces(run.traces_path), normalise, run.path)
         result.errors = errors

@@ -265,6 +265,17 @@ class SamplesActions(Protocol):
 
 
 @runtime_checkable
+class HasInputFiles(Protocol):
+    """A game that reads files its parameters name (a DoND context file). Its ``params`` hold
+    each file's content hash, so a changed file is another run; a run folder keeps a copy of
+    each file, so rebuilding its metrics needs nothing outside the folder."""
+
+    def input_files(self) -> dict[str, str]:
+        """Returns the path of each file the game read, by the parameter that names it."""
+        ...
+
+
+@runtime_checkable
 class HasSolverTree(Protocol):
     """A game small enough for exact solving: its tree and one observation per information set,
     so an agent's action probabilities become a tabular policy (exact exploitability)."""

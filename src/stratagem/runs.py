@@ -3,16 +3,18 @@
 The fingerprint holds every setting that changes outputs (game, version and params, agents,
 seeds, episode counts, generation parameters). A run folder promises (RELIABILITY A1–A9):
 
-- **one writer**: a run holds an exclusive ``flock`` on ``run.lock`` for its whole life; a second
+- **one writer**: a run holds an exclusive ``flock`` on the folder itself for its whole life (so
+  deleting ``run.lock``, which only names the holder, lets no second writer in); a second
   process on the same folder is refused with the holder's pid and command;
-- **no reuse under the wrong label**: every episode id starts with the fingerprint's key, so
-  traces of other settings are never taken for this run's; a folder whose ``run.json`` is missing
-  or corrupt is adopted only when its traces carry this run's key;
+- **no reuse under the wrong label**: every episode id starts with the fingerprint's key, and
+  every trace line is checked to carry this run's key, so traces of other settings are never
+  taken for this run's, whatever ``run.json`` says (missing, corrupt or edited);
 - **drift refused**: reopening a folder with another fingerprint raises ``ConfigDriftError``
-  naming the keys and touches nothing; runtime settings (concurrency, progress bars) may change;
-- **a trace file that reads back exactly**: garbage or blank lines before the last line, and
-  duplicate episode ids, are refused with the line number (a torn *last* line is a killed write
-  and is cut off on resume);
+  naming the keys and touches nothing; runtime settings (concurrency, progress bars) may change.
+  Paths enter fingerprints resolved (``settings.normal_path``): a folder named two ways is one;
+- **a trace file that reads back exactly**: a line before the last that is no trace record
+  (blank, not JSON, a field missing or of the wrong type), and duplicate episode ids, are refused
+  with the line number (a torn *last* line is a killed write and is cut off on resume);
 - **a status that tells the truth**: ``started``, then ``complete``, ``partial`` (some episodes
   failed; a rerun retries them), ``error`` (none completed) or ``interrupted``.
 """
@@ -33,12 +35,20 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from stratagem.errors import ConfigDriftError, ConfigError, StratagemError
-from stratagem.trace import RETRY_STATUSES, Trace, TraceWriter, dumps
+from stratagem.errors import ConfigDriftError, ConfigError, StratagemError, shown
+from stratagem.settings import check_folder_text, normal_paths
+from stratagem.trace import (  # noqa: F401 (TraceFileError, scan_traces: imported from here)
+    Trace,
+    TraceFileError,
+    TraceWriter,
+    dumps,
+    scan_traces,
+)
 
 MANIFEST = "run.json"
 TRACES = "traces.jsonl"
 LOCK = "run.lock"
+INPUTS = "inputs"  # copies of the files a game read (``game.HasInputFiles``), by parameter
 
 # plays episode specs like ``stratagem.play.play`` (same arguments), yielding traces
 Player = Callable[..., Iterator[Trace]]
@@ -56,10 +66,6 @@ class RunLockedError(RunFolderError):
     """Another process is writing this run folder."""
 
     exit_code = 2
-
-
-class TraceFileError(ConfigError):
-    """A trace file with a line that is not a trace record, or an episode twice."""
 
 
 def fingerprint_key(fingerprint: Mapping[str, Any]) -> str:
@@ -88,9 +94,8 @@ def fresh_folder(base: str | Path) -> Path:
 
 def check_out_path(path: str | Path) -> Path:
     """Returns ``path`` as a run folder location, or raises a one-line ``ConfigError`` for one
-    that cannot be a folder (empty, a file, under a file, a device)."""
-    if str(path).strip() == "":
-        raise ConfigError("--out is empty; give a folder for the run")
+    that cannot be a folder (empty, not UTF-8, a file, under a file, a device)."""
+    check_folder_text(str(path))
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"--out {path} is a file, not a folder; choose a folder")
@@ -127,11 +132,9 @@ class RunFolder:
         self._lock: int | None = self._acquire()  # None once released
         try:
             stored = self._stored_manifest()
-            done, errors = scan_traces(self.traces_path)
-            if stored is None:
-                self._adopt(done | errors)
-            else:
+            if stored is not None:
                 self._check_drift(stored["fingerprint"])
+            done, _ = scan_traces(self.traces_path, self.key)
             self.resumed = bool(done)
             self._manifest = {
                 "fingerprint": self.fingerprint,
@@ -198,10 +201,22 @@ class RunFolder:
                     errors += trace.status != "complete"
         except OSError as exc:  # a full disk, a folder gone read-only: finished lines are kept
             raise _fs_error(exc, self.traces_path) from None
-        except (KeyboardInterrupt, SystemExit):
+        except (KeyboardInterrupt, SystemExit) as exc:
             self.finish("interrupted")
+            vars(exc)["run_folder"] = self.path  # the resume hint names this folder
             raise
         return errors
+
+    def keep_inputs(self, files: Mapping[str, str]) -> None:
+        """Copies each file the game read to ``inputs/<parameter>``: the folder alone suffices."""
+        for param, source in files.items():
+            target = self.path / INPUTS / param
+            try:
+                target.parent.mkdir(exist_ok=True)
+                target.with_suffix(".tmp").write_bytes(Path(source).read_bytes())
+                os.replace(target.with_suffix(".tmp"), target)
+            except OSError as exc:
+                raise _fs_error(exc, target) from None
 
     def finish(self, status: str, **counts: Any) -> None:
         """Record the run's final ``status`` (and counts) in ``run.json``."""
@@ -227,27 +242,34 @@ class RunFolder:
         self.close()
 
     def _acquire(self) -> int:
-        lock = self.path / LOCK
+        """Lock the folder itself (a descriptor on the directory): no file in it, ``run.lock``
+        included, can be deleted to let a second writer in."""
         try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
         except OSError as exc:
-            raise _fs_error(exc, lock) from None
+            raise _fs_error(exc, self.path) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.read(fd, 4096).decode("utf-8", "replace").strip() or "another process"
             os.close(fd)
+            try:
+                holder = (self.path / LOCK).read_bytes()[:4096].decode("utf-8", "replace")
+            except OSError:
+                holder = ""
             raise RunLockedError(
-                f"{self.path} is in use by {holder}; wait for it to finish or choose another --out"
+                f"{self.path} is in use by {holder.strip() or 'another process'}; wait for it to "
+                "finish or choose another --out"
             ) from None
         return fd
 
     def _sign_lock(self) -> None:
-        """Write this process into the lock file (after the checks: a refused run touches
+        """Write this process into ``run.lock`` (after the checks: a refused run touches
         nothing), so a second process can name the holder."""
-        assert self._lock is not None
-        os.ftruncate(self._lock, 0)
-        os.pwrite(self._lock, f"pid {os.getpid()} ({' '.join(sys.argv)})".encode(), 0)
+        line = f"pid {os.getpid()} ({' '.join(sys.argv)})"
+        try:
+            (self.path / LOCK).write_bytes(line.encode("utf-8", "backslashreplace"))
+        except OSError as exc:
+            raise _fs_error(exc, self.path / LOCK) from None
 
     def _stored_manifest(self) -> dict[str, Any] | None:
         """Returns the stored manifest, or None when it is missing, empty or corrupt."""
@@ -260,29 +282,21 @@ class RunFolder:
             return None
         return stored
 
-    def _adopt(self, ids: set[str]) -> None:
-        """A folder without a readable manifest: adopt its traces only if they are this run's."""
-        foreign = sorted(i for i in ids if not i.startswith(f"{self.key}/"))
-        if foreign:
-            raise ConfigDriftError(
-                f"{self.path} has no readable {MANIFEST} and its traces were made with other "
-                f"settings (e.g. episode {foreign[0]!r}); use a new --out folder"
-            )
-
     def _check_drift(self, stored: Mapping[str, Any]) -> None:
+        """Refuse a stored fingerprint other than this run's; one naming the same paths relative
+        (as older versions stored them) is kept, with its key: the folder's episodes stay ours."""
         drift = sorted(
             k
             for k in stored.keys() | self.fingerprint.keys()
-            if stored.get(k) != self.fingerprint.get(k)
+            if not _same(stored.get(k), self.fingerprint.get(k))
         )
         if drift:
-            details = "; ".join(
-                f"{k}: {stored.get(k)!r} -> {self.fingerprint.get(k)!r}" for k in drift
-            )
+            details = "; ".join(_drift(k, stored.get(k), self.fingerprint.get(k)) for k in drift)
             raise ConfigDriftError(
                 f"{self.path} was made with other settings ({details}); "
                 "use a new --out folder to start a fresh run"
             )
+        self.fingerprint, self.key = dict(stored), fingerprint_key(stored)
 
     def _write_manifest(self) -> None:
         tmp = self.path / (MANIFEST + ".tmp")
@@ -295,39 +309,20 @@ class RunFolder:
             raise _fs_error(exc, self.path / MANIFEST) from None
 
 
-def scan_traces(path: Path) -> tuple[set[str], set[str]]:
-    """Returns (ids of kept episodes, ids of errored ones) of a trace file, checking every line.
+def _drift(key: str, old: Any, new: Any) -> str:
+    """``key: old -> new`` (each value quoted short); for two mappings, each entry that differs
+    (``game_params.x: ...``)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = sorted(k for k in old.keys() | new.keys() if not _same(old.get(k), new.get(k)))
+        return "; ".join(_drift(f"{key}.{k}", old.get(k), new.get(k)) for k in keys)
+    return f"{key}: {shown(old)} -> {shown(new)}"
 
-    A torn last line (no newline) is ignored: resuming cuts it off. Raises ``TraceFileError``
-    for a blank or non-JSON line before it, a record without an episode id, or an id twice among
-    the kept records.
-    """
-    done: set[str] = set()
-    errors: set[str] = set()
-    if not path.exists():
-        return done, errors
-    with open(path, "rb") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.endswith(b"\n"):
-                break  # a torn last record
-            try:
-                record = json.loads(line)
-                episode = record["episode_id"]
-            except (ValueError, KeyError, TypeError):
-                what = "a blank line" if not line.strip() else "not a trace record"
-                raise TraceFileError(
-                    f"{path}:{number} is {what}; remove that line (or the file) to go on"
-                ) from None
-            if record.get("status", "complete") in RETRY_STATUSES:
-                errors.add(episode)
-            elif episode in done:
-                raise TraceFileError(
-                    f"{path}:{number} repeats episode {episode!r}; a trace file holds each "
-                    "episode once (two writers?)"
-                )
-            else:
-                done.add(episode)
-    return done, errors
+
+def stored_inputs(path: str | Path) -> dict[str, str]:
+    """The copies ``RunFolder.keep_inputs`` made in the run folder ``path``, by parameter."""
+    folder = Path(path) / INPUTS
+    files = sorted(folder.iterdir()) if folder.is_dir() else []
+    return {f.name: str(f) for f in files if f.suffix != ".tmp"}
 
 
 def read_fingerprint(path: str | Path) -> dict[str, Any]:
@@ -342,6 +337,18 @@ def read_fingerprint(path: str | Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path} has no readable {MANIFEST}; pass a run folder written by stratagem"
         ) from None
+
+
+def _same(stored: Any, new: Any) -> bool:
+    """Whether a stored fingerprint value equals the new one, a relative path (or comma list)
+    stored as typed by older versions being equal to its resolution from here."""
+    if isinstance(stored, dict) and isinstance(new, dict):
+        return stored.keys() == new.keys() and all(_same(stored[k], new[k]) for k in stored)
+    if isinstance(stored, list) and isinstance(new, list):
+        return len(stored) == len(new) and all(map(_same, stored, new))
+    if isinstance(stored, str) and isinstance(new, str) and stored != new:
+        return new.startswith("/") and not stored.startswith("/") and normal_paths(stored) == new
+    return bool(stored == new)
 
 
 def _fs_error(exc: OSError, path: Path) -> RunFolderError:

@@ -10,9 +10,13 @@ negative for a switch, or keeps a field out of the command line.
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
+import functools
 import inspect
 import json
+import math
+import os
 import textwrap
 import tomllib
 import types
@@ -21,14 +25,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo
 
-from stratagem.errors import ConfigError, UnknownNameError, did_you_mean
+from stratagem.errors import ConfigError, UnknownNameError, did_you_mean, shown
 
 C = TypeVar("C")
 GIVEN = "_given_settings"
-Positive = Annotated[int, Field(gt=0)]
-NonNegative = Annotated[int, Field(ge=0)]
+MAX_COUNT = 10**9  # the most of any count (episodes, iterations, steps): beyond, no run ends
+MAX_INT = 2**63 - 1  # any integer setting: beyond, numpy and torch cannot hold it
+CONFIG_BYTES = 1 << 20  # the largest config file read
+Positive = Annotated[int, Field(gt=0, le=MAX_COUNT)]
+NonNegative = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 def flags(
@@ -55,6 +64,60 @@ def opt(
     return dataclasses.field(default=default, metadata=meta)
 
 
+def check_folder_text(text: str, flag: str = "--out") -> None:
+    """Refuses a folder name that is empty (it would mean the current folder) or holds bytes
+    that are not UTF-8 (run.json, the lock and the resume hint could not name it).
+
+    Raises:
+        ConfigError: one line naming ``flag``.
+    """
+    if not text.strip():
+        raise ConfigError(f"{flag} is empty; give a folder for the run")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(
+            f"{flag} {shown(text)} holds bytes that are not UTF-8; name the folder in UTF-8"
+        ) from None
+
+
+def normal_path(path: str | Path) -> str:
+    """Returns ``path`` absolute, ``~`` expanded and symlinks resolved: the form a path takes
+    in a fingerprint, so one folder named two ways (relative, absolute, a link) is one."""
+    return os.path.realpath(os.path.expanduser(path))
+
+
+def normal_paths(text: str | None) -> str | None:
+    """``normal_path`` of each comma-separated path of ``text`` (stacked adapters); None stays."""
+    return None if text is None else ",".join(normal_path(p) for p in text.split(",") if p)
+
+
+def _folder_text(value: Any, info: ValidationInfo) -> Any:
+    if isinstance(value, str):
+        check_folder_text(value, "--" + (info.field_name or "out").replace("_", "-"))
+    return value
+
+
+def _distinct(names: list[str] | None) -> list[str] | None:
+    twice = sorted(n for n, k in collections.Counter(names or []).items() if k > 1)
+    if twice:
+        raise ConfigError(f"{shown(twice[0])} is named twice; give each name once")
+    return names
+
+
+OutFolder = Annotated[Path, BeforeValidator(_folder_text)]  # a run folder: "" is refused
+Distinct = Annotated[list[str], AfterValidator(_distinct)]  # names, each at most once
+
+
+@dataclasses.dataclass(kw_only=True)
+class SizeSettings:
+    """The guard against a run far beyond what the machine can finish."""
+
+    yes: bool = opt(False, "-y")
+    """Start a run of more than 1,000,000 episodes without asking (without it, such a run prints
+    its estimate, episodes and disk, and asks on a terminal; elsewhere it is refused)."""
+
+
 @dataclasses.dataclass(kw_only=True)
 class RaySettings:
     """Where to run: this process, or Ray workers (runtime settings: a run resumes either way)."""
@@ -65,6 +128,8 @@ class RaySettings:
     """Ray cluster to run on (auto, HOST:6379, ray://HOST:10001); implies --ray."""
     workers: Positive | None = None
     """Ray workers [one per CPU, or per GPU for hf models]."""
+    ray_timeout: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 10.0
+    """Seconds to wait for the Ray cluster at --ray-address to answer before giving up."""
 
     def ray_target(self) -> str | None:
         """Returns None (no Ray), ``local`` or a cluster address; refuses workers without Ray."""
@@ -72,6 +137,15 @@ class RaySettings:
         if self.workers is not None and target is None:
             raise ConfigError("--workers sets the number of Ray workers: add --ray")
         return target
+
+    def ray_options(self) -> dict[str, Any]:
+        """The keyword arguments of a Ray player or backend: ``address``, ``workers`` and
+        ``connect_timeout``."""
+        return {
+            "address": self.ray_target(),
+            "workers": self.workers,
+            "connect_timeout": self.ray_timeout,
+        }
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -126,7 +200,8 @@ def kind_of(annotation: Any) -> str:
     return {bool: "bool", int: "int", float: "float", Path: "path"}.get(core, "str")
 
 
-CLI_TYPES = {"bool": bool, "int": int, "float": float, "path": Path, "params": list[str]}
+# paths are read as text, so that validation sees what was typed ("" is not ".")
+CLI_TYPES = {"bool": bool, "int": int, "float": float, "path": str, "params": list[str]}
 
 
 def default_of(f: dataclasses.Field) -> Any:
@@ -150,7 +225,7 @@ def parse_params(items: list[str] | None) -> dict[str, Any] | None:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"--param takes KEY=VALUE, got {item!r}")
+            raise ConfigError(f"--param takes KEY=VALUE, got {shown(item)}")
         try:
             out[key.strip()] = json.loads(value)
         except json.JSONDecodeError:
@@ -168,7 +243,7 @@ def choose(
     for key in chosen:
         if key not in hints:
             raise ConfigError(
-                f"unknown setting {key!r}{did_you_mean(key, hints)} in {config}; "
+                f"unknown setting {shown(key)}{did_you_mean(str(key), hints)} in {config}; "
                 f"valid settings: {', '.join(hints)}"
             )
     for key, value in given.items():
@@ -211,13 +286,32 @@ def build(cls: type[C], values: Mapping[str, Any]) -> C:
         instance = TypeAdapter(cls).validate_python(dict(values))
     except ValidationError as exc:
         err = exc.errors()[0]
+        if isinstance(err.get("ctx", {}).get("error"), ConfigError):
+            raise err["ctx"]["error"] from None  # a validator's own one line
         key = ".".join(str(x) for x in err["loc"])
         flag = "--" + key.replace("_", "-")
         raise ConfigError(
-            f"bad value for {flag}: {err['msg']} (got {err.get('input')!r})"
+            f"bad value for {flag}: {err['msg']} (got {shown(err.get('input'))})"
         ) from None
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        bad = _out_of_range(getattr(instance, f.name))
+        if bad is not None:
+            raise ConfigError(f"bad value for --{f.name.replace('_', '-')}: {bad}")
     vars(instance)[GIVEN] = frozenset(values)  # not a field: asdict and equality ignore it
     return instance
+
+
+def _out_of_range(value: Any, depth: int = 0) -> str | None:
+    """Why ``value`` (a setting, or an item of one) is no number a setting may hold, else None:
+    every number is finite (nan, inf) and every integer fits 64 bits."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {value}"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+        return f"must be at most {MAX_INT} in size, got {shown(value)}"
+    if depth < 4 and isinstance(value, list | tuple | dict):
+        items = value.values() if isinstance(value, dict) else value
+        return next(filter(None, (_out_of_range(v, depth + 1) for v in items)), None)
+    return None
 
 
 def given_settings(instance: Any) -> frozenset[str]:
@@ -232,24 +326,64 @@ def resolved(cfg: Any) -> dict[str, Any]:
 
 
 def read_config(path: Path) -> dict[str, Any]:
-    """Returns the settings in the YAML or TOML file at ``path`` (TOML by its suffix); raises
-    ``ConfigError`` for a missing, unreadable or malformed file, or one that is not a mapping."""
+    """Returns the settings in the YAML or TOML file at ``path`` (TOML by its suffix).
+
+    The file is read with limits: at most ``CONFIG_BYTES``, and YAML anchors and aliases are
+    refused (an alias bomb of a few hundred bytes expands to billions of values), so a hostile
+    file costs a bounded time and memory.
+
+    Raises:
+        ConfigError: a missing, unreadable, oversized or malformed file, one with anchors or
+            aliases, or one that is not a mapping.
+    """
     if not path.exists():
         raise ConfigError(f"config file {path} does not exist")
     if not path.is_file():
         raise ConfigError(f"config file {path} is not a file")
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            raw = f.read(CONFIG_BYTES + 1)
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"config file {path} is not UTF-8 text") from None
     except OSError as exc:
         raise ConfigError(f"config file {path} cannot be read: {exc.strerror}") from None
+    if len(raw) > CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is over {CONFIG_BYTES >> 20} MB; no config is")
     import yaml
 
     try:
-        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"config file {path} is not valid: {str(exc).splitlines()[0]}") from None
+        if path.suffix == ".toml":
+            data = tomllib.loads(text)
+        else:
+            data = yaml.load(text, Loader=_plain_yaml_loader())  # noqa: S506 (a SafeLoader)
+    except (yaml.YAMLError, ValueError) as exc:  # TOMLDecodeError; an int past 4,300 digits
+        raise ConfigError(f"config file {path} is not valid: {_first_line(exc)}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {path} is nested too deeply") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of settings")
     return data
+
+
+def _first_line(exc: Exception) -> str:
+    line = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
+@functools.cache
+def _plain_yaml_loader() -> type:
+    """A ``yaml.SafeLoader`` that refuses anchors and aliases (``&a``, ``*a``, ``<<: *a``)."""
+    import yaml
+
+    class PlainLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise yaml.YAMLError(
+                    f"line {event.start_mark.line + 1}: YAML anchors and aliases (&name, "
+                    "*name) are not read in config files; write the values out"
+                )
+            return super().compose_node(parent, index)
+
+    return PlainLoader

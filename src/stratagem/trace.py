@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from stratagem.errors import ConfigDriftError, ConfigError, shown
 from stratagem.game import RoundResult, Seat
 
 SCHEMA_VERSION = 2  # v2: params, system prompts per seat, decision attempts (v1 still reads)
@@ -103,6 +104,19 @@ class Trace:
         return cls.from_dict(json.loads(line))
 
 
+class TraceFileError(ConfigError):
+    """A trace file with a line that is not a trace record, or an episode twice."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        number: int,
+        what: str,
+        fix: str | None = "remove that line (or the file)",
+    ):
+        super().__init__(f"{path}:{number} {what}" + (f"; {fix} to go on" if fix else ""))
+
+
 def dumps(obj: Any) -> str:
     """Strict JSON on one line: NaN/inf become null, lone surrogates become U+FFFD."""
     try:
@@ -156,14 +170,17 @@ class TraceWriter:
                 stacklevel=3,
             )
         keep: list[bytes] = []
-        for line in data[:end].splitlines():
-            record = json.loads(line)
-            if record.get("status", "complete") in RETRY_STATUSES:
+        for number, line in enumerate(data[:end].split(b"\n")[:-1], start=1):
+            try:
+                episode, status = read_record(line)
+            except ValueError as exc:
+                raise TraceFileError(self.path, number, f"is {exc}") from None
+            if status in RETRY_STATUSES:
                 self.dropped_errors += 1
                 continue
-            if record["episode_id"] in self.done:
+            if episode in self.done:
                 continue  # a duplicate can only come from a crashed rewrite; keep the first
-            self.done.add(record["episode_id"])
+            self.done.add(episode)
             keep.append(line)
         if end < len(data) or self.dropped_errors:
             tmp = self.path.with_suffix(".tmp")
@@ -203,11 +220,19 @@ def read_traces(path: str | Path) -> list[Trace]:
 
 
 def iter_traces(path: str | Path) -> Iterator[Trace]:
-    """Yields every record of a trace file in order, skipping blank lines and a torn last one."""
+    """Yields every record of a trace file in order, skipping blank lines and a torn last one.
+
+    Raises:
+        TraceFileError: a line that holds no trace, by its number.
+    """
     with open(path, encoding="utf-8") as f:
-        for line in f:
+        for number, line in enumerate(f, start=1):
             if line.endswith("\n") and line.strip():
-                yield Trace.from_json(line)
+                try:
+                    trace = Trace.from_json(line)
+                except (KeyError, IndexError, TypeError, ValueError):
+                    raise TraceFileError(path, number, "is not a trace record") from None
+                yield trace
 
 
 def write_traces(path: str | Path, traces: Iterable[Trace]) -> None:
@@ -217,8 +242,69 @@ def write_traces(path: str | Path, traces: Iterable[Trace]) -> None:
             f.write(t.to_json() + "\n")
 
 
+def read_record(line: str | bytes) -> tuple[str, str]:
+    """Returns the episode id and status of one trace line, checked against the schema.
+
+    Raises:
+        ValueError: the line is no trace record (blank, not JSON, a field missing, unknown or of
+            the wrong type), with the reason in a few words and never the line itself.
+    """
+    from pydantic import ValidationError
+
+    from stratagem.trace_schema import TraceLine
+
+    if not line.strip():
+        raise ValueError("a blank line")
+    try:
+        record = TraceLine.model_validate_json(line)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        if err["type"] == "json_invalid":
+            raise ValueError("not JSON") from None
+        where = "".join(f"{x}: " for x in err["loc"][:1])
+        raise ValueError(f"not a trace record ({where}{err['msg']})") from None
+    return record.episode_id, record.status
+
+
 def validate_line(line: str):
     """Validate one trace line against the schema (pydantic, unknown fields refused)."""
     from stratagem.trace_schema import TraceLine
 
     return TraceLine.model_validate_json(line)
+
+
+def scan_traces(path: Path, key: str | None = None) -> tuple[set[str], set[str]]:
+    """Returns (ids of kept episodes, ids of errored ones) of a trace file, checking every line.
+
+    A torn last line (no newline) is ignored: resuming cuts it off. Raises ``TraceFileError``
+    for a line before it that is no trace record (``trace.read_record``: blank, not JSON, a
+    field missing or of the wrong type) or an id twice among the kept records, and
+    ``ConfigDriftError`` for an episode whose id does not start with ``key`` (when given): one
+    of a run with other settings.
+    """
+    done: set[str] = set()
+    errors: set[str] = set()
+    if not path.exists():
+        return done, errors
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.endswith(b"\n"):
+                break  # a torn last record
+            try:
+                episode, status = read_record(line)
+            except ValueError as exc:
+                raise TraceFileError(path, number, f"is {exc}") from None
+            if key is not None and not episode.startswith(f"{key}/"):
+                raise ConfigDriftError(
+                    f"{path}:{number} holds episode {shown(episode)} of a run with other "
+                    f"settings (this run's ids start with {key}/): its run.json was edited or "
+                    "another run's traces were copied in; use a new --out folder"
+                )
+            if status in RETRY_STATUSES:
+                errors.add(episode)
+            elif episode in done:
+                twice = f"repeats episode {shown(episode)}; a trace file holds each episode once"
+                raise TraceFileError(path, number, twice + " (two writers?)", None)
+            else:
+                done.add(episode)
+    return done, errors

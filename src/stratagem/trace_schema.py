@@ -33,7 +33,7 @@ class DecisionLine(_Strict):
     status: Literal["ok", "fallback", "failed"]
     text: str | None
     prompt: str | None
-    probs: dict[str, float] | None
+    probs: dict[str, float | None] | None  # a NaN probability is written as null
     tokens: int
     seconds: float
     info: dict[str, Any] | None

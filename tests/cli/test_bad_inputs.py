@@ -62,6 +62,25 @@ def non_utf8_config(root: Path) -> Path:
     return path
 
 
+def config(root: Path, text: str) -> Path:
+    path = root / "c.yaml"
+    path.write_text(text)
+    return path
+
+
+def huge_contexts(root: Path) -> Path:
+    """A DoND context file whose numbers run to 4,000 digits (and one past the int limit)."""
+    big = "9" * 4000
+    views = [f"1 {big} 2 0 2 5", "1 0 2 0 2 5", f"{big} 4 2 3 2 0", "1 4 2 3 2 0",
+             "1 " + "9" * 4300 + " 2 3 2 0", "7 " + "9" * 4300 + " 2 3 2 0"]  # fmt: skip
+    path = root / "contexts.txt"
+    path.write_text("\n".join(views) + "\n")
+    return path
+
+
+TRAIN_LR = ["--learning-rate"]
+
+
 # (case id, args built from the temp folder, exit code, words the one line must hold)
 CASES = [
     ("out is a file", lambda r: [*EVAL, "--out", str(setup_file(r))], 2, "is a file"),
@@ -127,6 +146,31 @@ CASES = [
     ),  # fmt: skip
     ("report on mixed-up traces", lambda r: ["report", str(mixed_up(r))], 2, "mixed up"),
 ]
+# fmt: off
+CASES += [
+    # numbers no run can hold; --steps -1 (or --iterations -1) only so a run never starts
+    ("sepo lr nan", lambda r: ["train", "sepo", *TRAIN_LR, "nan", "--steps", "-1"], 2, "finite"),
+    ("selfplay lr inf", lambda r: ["train", "selfplay", *TRAIN_LR, "inf", "--iterations", "-1"],
+     2, "--learning-rate"),
+    ("bargaining lr negative", lambda r: ["train", "bargaining", *TRAIN_LR, "-0.1", "--steps",
+     "-1"], 2, "--learning-rate: Input should be greater than 0"),
+    ("sepo clip -1", lambda r: ["train", "sepo", "--clip", "-1", "--steps", "-1"], 2, "--clip"),
+    ("solve iterations 1e20", lambda r: ["solve", "--game", "kuhn", "--iterations", "1" + "0" * 20,
+     "--out", str(r / "solve")], 2, "--iterations"),
+    ("solve iterations 1e20 in a config", lambda r: ["solve", "--config", str(config(
+        r, "game: kuhn\niterations: 1.0e+20\n")), "--out", str(r / "solve")], 2, "--iterations"),
+    ("gen-sft duplicate agents", lambda r: ["gen-sft", "--game", "ipd", "--agents",
+     "TitForTat,TitForTat", "--out", str(r / "sft")], 2, "'TitForTat' is named twice"),
+    ("dond 4,000-digit contexts", lambda r: ["tournament", "--game", "dond", "--agents",
+     "FairSplit,ValueGreedy", "-n", "1", "--param", f"contexts={huge_contexts(r)}",
+     "--out", str(r / "dond")], 2, "beyond ±999"),
+    # a run far beyond what the machine can finish, on a non-TTY: refused with its estimate
+    ("eval of 1e9 episodes", lambda r: [*EVAL[:-1], "1000000000", "--out", str(r / "big")], 2,
+     "this run plays 11,000,000,000 episodes, about 44.0 TB of traces"),
+    ("tournament of 1e9 episodes", lambda r: ["tournament", "--game", "ipd", "--agents",
+     "TitForTat,AlwaysDefect", "-n", "1000000000", "--out", str(r / "big")], 2, "add --yes"),
+]
+# fmt: on
 
 
 @pytest.mark.parametrize(
@@ -142,9 +186,34 @@ def test_bad_input_is_one_line(tmp_path, args, code, words):
     assert r.returncode == code, r.stderr
     assert "Traceback" not in r.stderr + r.stdout
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and words in lines[0], r.stderr
+    assert len(lines) == 1 and words in lines[0], r.stderr[-2000:]
+    assert len(lines[0]) < 1000  # the rejected input is quoted in part, never whole
     for p, files in before.items():  # run folders are left as they were
         assert [(f, f.stat().st_size) for f in sorted(p.rglob("*")) if f.is_file()] == files
+
+
+OUT_COMMANDS = {
+    "eval": EVAL,
+    "tournament": ["tournament", "--game", "ipd", "--agents", "TitForTat,AlwaysDefect", "-n", "1"],
+    "gen-sft": ["gen-sft", "--datasets", "kuhn"],
+    "train sft": ["train", "sft", "--data", "nodata"],
+    "train sepo": ["train", "sepo", "--steps", "-1"],  # -1: an old run refused, never started
+    "train selfplay": ["train", "selfplay", "--iterations", "-1"],
+    "train bargaining": ["train", "bargaining", "--steps", "-1"],
+}
+
+
+@pytest.mark.parametrize("command", list(OUT_COMMANDS))
+@pytest.mark.parametrize("out", ["", "bad\udcffname"], ids=["empty", "not utf-8"])
+def test_a_bad_out_is_one_line_and_writes_nothing(tmp_path, command, out):
+    """``--out ""`` never means the current folder; a name that is not UTF-8 is refused before
+    anything (a folder, a 0-byte run.lock) is made."""
+    r = run([*OUT_COMMANDS[command], "--out", out], tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    lines = r.stderr.strip().splitlines()
+    words = "--out is empty" if not out else "holds bytes that are not UTF-8"
+    assert len(lines) == 1 and words in lines[0], r.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_config_may_say_new_run(tmp_path):

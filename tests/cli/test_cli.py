@@ -129,6 +129,8 @@ def test_train_commands_validate_their_choices(tmp_path):
         "train", "sepo", "--penalty", "shared,own_episodes", "--eval-episodes", "0", cwd=tmp_path
     )
     assert r.returncode == 2 and "eval_episodes > 0" in r.stderr and "Traceback" not in r.stderr
+    r = stratagem("train", "sepo", "--safety", "1,x", cwd=tmp_path)  # the control's axis
+    assert r.returncode == 2 and "takes numbers" in r.stderr and "Traceback" not in r.stderr
     r = stratagem("train", "sft", "--data", "nowhere", cwd=tmp_path)
     assert r.returncode == 2 and "gen-sft" in r.stderr and "Traceback" not in r.stderr
 

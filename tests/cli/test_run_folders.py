@@ -3,6 +3,7 @@ them: real subprocesses of the CLI."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -84,7 +85,9 @@ def test_lost_run_json_with_another_seed_is_refused_and_touches_nothing(tmp_path
     assert len(ids(out)) == 33
 
 
-@pytest.mark.parametrize("bad", [b"\n", b"{not json\n", b"[1, 2]\n"])
+@pytest.mark.parametrize(
+    "bad", [b"\n", b"{not json\n", b"[1, 2]\n", b'{"episode_id": 5}\n', b'{"episode_id": "x"}\n']
+)
 def test_a_bad_line_inside_the_trace_file_is_refused_with_its_number(tmp_path, bad):
     out = tmp_path / "run"
     subprocess.run(eval_cmd(out, episodes=2), check=True, capture_output=True)
@@ -95,6 +98,106 @@ def test_a_bad_line_inside_the_trace_file_is_refused_with_its_number(tmp_path, b
     assert r.returncode == 2 and "traces.jsonl:6" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert snapshot(out) == before
+
+
+def test_a_malformed_line_is_refused_by_report_too(tmp_path):
+    out = tmp_path / "run"
+    subprocess.run(eval_cmd(out, episodes=2), check=True, capture_output=True)
+    with (out / "traces.jsonl").open("a") as f:
+        f.write('{"episode_id": 5}\n')
+    r = subprocess.run([*CLI, "report", str(out)], capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"error: {out}/traces.jsonl:23 is not a trace record (schema_version: Field required); "
+        "remove that line (or the file) to go on"
+    ]
+
+
+def test_a_deleted_run_lock_lets_no_second_writer_in(tmp_path):
+    out = tmp_path / "run"
+    first = subprocess.Popen(eval_cmd(out, 300), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wait_for(out / "traces.jsonl")
+    (out / "run.lock").unlink()
+    second = subprocess.run(eval_cmd(out, 300), capture_output=True, text=True, timeout=60)
+    assert second.returncode == 2 and "Traceback" not in second.stderr, second.stderr
+    assert second.stderr.strip().splitlines() == [
+        f"error: {out} is in use by another process; wait for it to finish or choose another --out"
+    ]
+    assert first.wait(timeout=300) == 0
+    seen = ids(out)
+    assert len(seen) == len(set(seen)) == 300 * 11
+
+
+def test_an_interrupted_new_run_resumes_the_folder_it_made(tmp_path):
+    """The hint names the fresh folder (and --no-new-run): pasted, it finishes that folder
+    instead of starting a third one."""
+    base = tmp_path / "run"
+    proc = subprocess.Popen(
+        [*eval_cmd(base, 300), "--new-run"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    deadline = time.time() + 60
+    while time.time() < deadline and not list(tmp_path.glob("run-*/traces.jsonl")):
+        time.sleep(0.02)
+    (made,) = [p.parent for p in tmp_path.glob("run-*/traces.jsonl")]
+    wait_for(made / "traces.jsonl", 100_000)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    argv = shlex.split(err.split("Resume with: ", 1)[1].strip())
+    assert "--new-run" not in argv and argv[-3:] == ["--no-new-run", "--out", str(made)]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    done = subprocess.run(["sh", "-c", shlex.join(argv)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert [p for p in tmp_path.iterdir()] == [made]
+    seen = ids(made)
+    assert len(seen) == len(set(seen)) == 300 * 11
+
+
+def test_a_huge_run_goes_on_when_asked_with_yes(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [*eval_cmd(out, 1_000_000_000), "--yes"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        wait_for(out / "traces.jsonl", 10_000)
+        assert proc.poll() is None and (out / "traces.jsonl").stat().st_size >= 10_000
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def on_a_terminal(argv: list[str], answer: bytes) -> tuple[int, str]:
+    """Runs ``argv`` on a pseudo-terminal, answers its question; returns (exit code, output)."""
+    import pty
+    import select
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=follower, stdout=follower, stderr=follower)
+    os.close(follower)
+    seen = b""
+    deadline = time.time() + 60
+    try:
+        while b"[y/N]" not in seen and time.time() < deadline:
+            if select.select([leader], [], [], 1)[0]:
+                seen += os.read(leader, 4096)
+        os.write(leader, answer)
+        code = proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    with contextlib.suppress(OSError):  # the terminal closes with the process
+        while chunk := os.read(leader, 4096):
+            seen += chunk
+    os.close(leader)
+    return code, seen.decode("utf-8", "replace")
+
+
+def test_a_huge_run_asks_on_a_terminal(tmp_path):
+    out = tmp_path / "run"
+    code, output = on_a_terminal(eval_cmd(out, 1_000_000_000), b"n\n")
+    assert code == 2 and "Traceback" not in output
+    assert "this run plays 11,000,000,000 episodes, about 44.0 TB of traces" in output
+    assert not (out / "traces.jsonl").exists()
 
 
 def test_a_duplicate_episode_is_an_error_never_counted_twice(tmp_path):

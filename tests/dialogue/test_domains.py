@@ -7,7 +7,7 @@ import pytest
 from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.games.dialogue import DOMAINS, OUTCOMES, get_domain
 from stratagem.games.dialogue.fruit import Basket
-from stratagem.games.dialogue.meeting import Calendar
+from stratagem.games.dialogue.meeting import DAYS, Calendar
 
 
 @pytest.mark.parametrize("name", sorted(DOMAINS))
@@ -39,6 +39,12 @@ def test_unknown_domain_and_bad_instructions_are_refused():
         get_domain("fruits")
     with pytest.raises(ConfigError, match="days"):
         get_domain("meeting", ["Funday"])
+
+
+def test_meeting_offers_every_day_and_any_as_in_the_paper():
+    # regression: two days and "any" where seed 003 offers the seven days and "any"
+    assert get_domain("meeting").instructions == (*DAYS, "any")
+    assert len(DAYS) == 7
 
 
 def meeting_scenario():

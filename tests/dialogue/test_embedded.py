@@ -39,3 +39,26 @@ def test_meeting_tree_on_the_embedded_model(model, tmp_path):
     fresh = CachedBackend(model, tmp_path / "cache.sqlite")
     again_trees = [DialogueTree(domain, t.scenario, fresh, replies=2, seeds=2) for t in trees]
     assert expand(again_trees).model_calls == 0
+
+
+def test_a_live_dialogue_steered_by_a_saved_mlp_on_the_embedded_model(model, tmp_path):
+    from stratagem.solvers.dialogue import live
+    from stratagem.training import imitation
+
+    domain = get_domain("meeting", ("Monday", "any"))
+    backend = CachedBackend(model, tmp_path / "cache.sqlite")
+    tree = DialogueTree(domain, domain.scenario(0), backend, replies=2, seeds=1)
+    expand([tree])
+    embed = imitation.load_embedder()
+    data = imitation.build_dataset([tree], imitation.cfr_policies([tree], 200), embed)
+    mlp, _ = imitation.train(data, imitation.Args(hidden=16, steps=50))
+    imitation.save_policy(tmp_path / "mlp.pt", mlp, data.instructions, train_scenarios=1)
+    steer = imitation.load_policy(tmp_path / "mlp.pt")  # its own embedder, by name
+    held_out = [domain.scenario(1)]
+    played, meta = live.steered_meta_game(domain, held_out, backend, steer, games=1, seeds=1)
+    assert meta is not None  # meeting pays exactly: every live dialogue has a payoff
+    assert len(played) == 4 and all(len(d.messages) >= 2 for d in played)
+    assert {x for d in played for x in d.instructions} <= {"Monday", "any"}
+    fresh = CachedBackend(model, tmp_path / "cache.sqlite")
+    again = live.steered_meta_game(domain, held_out, fresh, steer, games=1, seeds=1)[1]
+    assert again == meta and fresh.usage.calls == 0  # the live messages were cached

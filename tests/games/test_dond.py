@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import random
 
@@ -113,13 +114,10 @@ ORIGINAL = """\
 3 0 1 7 1 3
 2 5 2 0 1 0
 2 0 2 5 1 0
-1 4 4 1 1 2
-2 2 4 1 1 4
 1 x 4 1 1 2
 1 2 4 1 1 4
 1 4 4 1 1
 1 2 4 1 1 4
-3 1 1 4 1 3
 """
 
 
@@ -131,21 +129,36 @@ def test_loader_reads_the_original_format_and_reports_each_failure(tmp_path):
         Context((1, 4, 1), ((4, 1, 2), (2, 1, 4))),
         Context((3, 1, 1), ((1, 4, 3), (0, 7, 3))),
     )
-    assert len(loaded.failures) == 5
-    first, counts, malformed, short, odd = loaded.failures
+    assert len(loaded.failures) == 3
+    first, malformed, short = loaded.failures
     assert first.startswith("lines 6-7") and "both seats 10" in first
-    assert "different counts" in counts
-    assert "not integers" in malformed
-    assert "six integers" in short
-    assert odd.startswith("line 14") and "missing" in odd
+    assert malformed.startswith("lines 8-9") and "not integers" in malformed
+    assert short.startswith("lines 10-11") and "six integers" in short
+    assert loaded.sha256 == hashlib.sha256(ORIGINAL.encode()).hexdigest()
+
+
+def test_a_missing_or_extra_line_is_refused_by_line_instead_of_misaligning_later_pairs(tmp_path):
+    # regression: one missing line paired every later game's second view with the next game's
+    # first; the pairs that happened to pass the criteria were played as games nobody wrote
+    lines = ORIGINAL.splitlines()
+    path = tmp_path / "contexts.txt"
+    path.write_text("\n".join(lines[:3] + lines[4:]) + "\n")  # line 4 (3 1 1 4 1 3) lost
+    with pytest.raises(ConfigError, match=r"lines 4-5 show different counts .*pairing is off"):
+        load_contexts(path)
+    path.write_text(ORIGINAL + "3 1 1 4 1 3\n")  # one view too many at the end
+    with pytest.raises(ConfigError, match=r"line 12 has no pair: .*odd number of lines \(11\)"):
+        load_contexts(path)
+    path.write_text("1 4 4 1 1 2\n2 2 4 1 1 4\n")  # two views of different games
+    with pytest.raises(ConfigError, match="lines 1-2 show different counts"):
+        get_game("dond", contexts=str(path))
 
 
 def test_game_on_a_context_file_warns_and_plays_only_valid_contexts(tmp_path):
     path = tmp_path / "contexts.txt"
     path.write_text(ORIGINAL)
-    with pytest.warns(UserWarning, match="5 of 7 contexts"):
+    with pytest.warns(UserWarning, match="3 of 5 contexts"):
         game = get_game("dond", contexts=str(path))
-    assert len(game.context_failures) == 5
+    assert len(game.context_failures) == 3
     assert {game.new_episode(s).context for s in range(30)} == set(load_contexts(path).contexts)
     with pytest.warns(UserWarning):
         assert get_game("dond", **game.params).params == game.params

@@ -3,6 +3,7 @@ killed worker loses nothing, a worker's error surfaces as itself (SPEC §10, REL
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -105,6 +106,8 @@ def test_too_many_worker_deaths_stop_the_run_and_a_rerun_finishes_it(cluster, lo
 
     with pytest.raises(RayWorkerError, match="died 1 times"):
         bargaining(tmp_path, player, on_episode=kill_a_worker)
+    manifest = json.loads((tmp_path / "run.json").read_text())
+    assert manifest["status"] == "error" and "died 1 times" in manifest["error"]
     kept = ids(tmp_path)
     assert len(kept) == len(set(kept)) > 0
     bargaining(tmp_path)  # resumed locally: Ray is a runtime setting, not part of the run

@@ -24,7 +24,6 @@ from tests.backends.fault_server import FaultServer
 ray = pytest.importorskip("ray")
 
 
-
 def test_shards_are_contiguous_balanced_and_cover_every_row():
     assert shards(7, 2) == [range(0, 4), range(4, 7)]
     assert shards(2, 8) == [range(0, 1), range(1, 2)]
@@ -116,3 +115,36 @@ def test_a_workers_error_is_raised_on_the_driver_as_itself(cluster, tmp_path):
     factory = functools.partial(make_backend, f"hf:{tmp_path}/no-such-model", LLMOptions())
     with pytest.raises(ConfigError, match="no such model folder"):
         RayBackend(factory, workers=1)
+
+
+def test_a_sharded_model_keys_the_cache_by_its_weights_like_the_local_one(cluster, tmp_path):
+    # regression: RayBackend had no fingerprint, so CachedBackend keyed its answers by the model
+    # name alone and a model retrained at the same path got the old texts (RELIABILITY C1)
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from stratagem.backends.cache import CachedBackend
+    from stratagem.backends.embedded import embedded_dir
+
+    tokenizer = AutoTokenizer.from_pretrained(embedded_dir())
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(tmp_path / "tiny")
+    tokenizer.save_pretrained(tmp_path / "tiny")
+    factory = functools.partial(make_backend, f"hf:{tmp_path / 'tiny'}", LLMOptions())
+    local = factory().fingerprint
+    backend = RayBackend(factory, workers=1)
+    try:
+        assert local.startswith(f"{tmp_path / 'tiny'}#") and len(local) > len(backend.model_id) + 8
+        assert backend.fingerprint == local
+        assert CachedBackend(backend).fingerprint == local
+    finally:
+        backend.close()

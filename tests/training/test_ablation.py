@@ -1,4 +1,5 @@
-"""The penalty-mode ablation on IPD and Kuhn: three SEPO arms from one start, compared."""
+"""SEPO ablations: the penalty modes on IPD and Kuhn (three arms from one start, compared) and
+the safety axis (a run beside its λ = 0 control)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.training.ablation import arms, run_ablation
 from stratagem.training.sepo import SEPOArgs
 
-pytestmark = pytest.mark.slow
-
 MODES = ["shared", "per_rollout", "own_episodes"]
 
 
@@ -20,6 +19,7 @@ def state(folder):
     return json.loads((folder / "checkpoint-1" / "trainer_state.json").read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("game", ["ipd", "kuhn"])
 def test_three_penalty_modes_from_one_start(tiny_args, tmp_path, game):
     out = tmp_path / "ablation"
@@ -66,3 +66,16 @@ def test_ablation_settings_are_checked(tmp_path):
         arms(SEPOArgs(out=tmp_path, eval_episodes=0), "normalisation", ["round", "episode"])
     folders = [a.out.name for a in arms(base, "normalisation", ["round", "episode"])]
     assert folders == ["normalisation-round", "normalisation-episode"]
+
+
+def test_safety_axis_is_a_run_beside_its_control(tmp_path):
+    base = SEPOArgs(out=tmp_path)
+    runs = arms(base, "safety", ["1", "0"])
+    assert [(a.safety, a.out.name) for a in runs] == [(1.0, "safety-1"), (0.0, "safety-0")]
+    assert runs[0] == SEPOArgs(out=tmp_path / "safety-1")  # the run itself, at its default λ
+    with pytest.raises(ConfigError, match="at least two"):
+        arms(base, "safety", ["1", "1.0"])
+    with pytest.raises(ConfigError, match="takes numbers"):
+        arms(base, "safety", ["1", "nan"])
+    with pytest.raises(ConfigError, match="must be ≥ 0"):
+        arms(base, "safety", ["1", "-1"])

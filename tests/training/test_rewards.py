@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -110,3 +112,27 @@ def test_safety_scales_every_lambda_and_zero_is_payoff_alone(penalty):
             assert torch.count_nonzero(c.rewards) == 0
             assert torch.allclose(h.rewards, 0.5 * f.rewards)
     assert any(not torch.allclose(f.rewards, c.rewards) for f, c in zip(full, control, strict=True))
+
+
+def test_format_penalty_charges_the_round_of_each_unparsed_decision():
+    played, args = traces("kuhn")
+    first = next(t for t in played if t.meta["opponent"] == "NashApprox" and t.meta["rollout"] == 0)
+    mine = [i for i, d in enumerate(first.decisions) if d.seat == 0]
+    hand = first.decisions[mine[-1]].round
+    decisions = list(first.decisions)
+    decisions[mine[-1]] = dataclasses.replace(decisions[mine[-1]], status="fallback")
+    marked = [
+        dataclasses.replace(t, decisions=tuple(decisions)) if t is first else t for t in played
+    ]
+
+    game = get_game("kuhn")
+    plain = step_groups(marked, game, args)
+    charged = step_groups(marked, game, dataclasses.replace(args, format_penalty=2.5))
+    for a, b in zip(plain, charged, strict=True):
+        expected = torch.zeros_like(a.rewards)
+        if a.opponent == "NashApprox":
+            expected[0, hand] = -2.5  # that round of that rollout only
+        assert torch.equal(b.rewards - a.rewards, expected)
+    # 0 (the default) leaves the rewards and the run's fingerprint as before the option
+    assert "format_penalty" not in args.fingerprint()
+    assert dataclasses.replace(args, format_penalty=1.0).fingerprint()["format_penalty"] == 1.0

@@ -3,6 +3,8 @@ and evaluation contexts are held out from training by construction."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from stratagem.errors import ConfigError
@@ -70,6 +72,8 @@ def test_a_context_file_is_what_self_play_plays_on(tmp_path):
     assert trained <= set(chosen) and evaluated <= set(chosen)
     assert trained and evaluated and not trained & evaluated
     assert args.fingerprint()["contexts"] == str(path)
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert args.fingerprint()["contexts_sha256"] == sha  # the content names the run, not the path
     with pytest.raises(ConfigError, match="--contexts: no file"):
         SelfPlayArgs(contexts=tmp_path / "missing.txt").check()
     write_context_file(path, chosen[:1])

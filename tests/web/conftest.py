@@ -184,7 +184,8 @@ class LiveServer:
 
 @pytest.fixture
 def live(tmp_path: Path) -> Iterator[Callable[..., tuple[LiveServer, PlayService]]]:
-    """Builds live servers like ``serve`` builds TestClients; stops them afterwards."""
+    """Builds live servers like ``serve`` builds TestClients (keywords it does not know go to
+    ``create_app``); stops them afterwards."""
     servers: list[LiveServer] = []
 
     def make(
@@ -194,6 +195,7 @@ def live(tmp_path: Path) -> Iterator[Callable[..., tuple[LiveServer, PlayService
         params: dict | None = None,
         seat: int | None = None,
         limits: Limits | None = None,
+        **app_options: Any,
     ) -> tuple[LiveServer, PlayService]:
         the_game = get_game(game, **(params or {}))
         if callable(agent) and not hasattr(agent, "act"):
@@ -208,7 +210,7 @@ def live(tmp_path: Path) -> Iterator[Callable[..., tuple[LiveServer, PlayService
             limits or Limits(),
             human_seat=seat,
         )
-        server = LiveServer(create_app(service))
+        server = LiveServer(create_app(service, **app_options))
         servers.append(server)
         return server, service
 

@@ -155,10 +155,15 @@ def test_bargaining_deal(browser, live, artifacts):
         page.wait_for_selector("#accept:enabled")
         assert page.inner_text("#accept") == "Accept $7500.00"
         assert "A bit steep for me." in page.inner_text("#log")
-        page.click("#accept")
-        page.wait_for_selector("#outcome")
         human = next(iter(service.games.values()))
         setup = human.episode.state.setup
+        page.click("#accept")
+        if setup.seller_value > 7500:  # below the person's reservation value: asked first
+            assert page.is_visible("#confirm-accept")
+            page.click("#confirm-accept-yes")
+        else:
+            assert page.locator("#confirm-accept").count() == 0
+        page.wait_for_selector("#outcome")
         assert "Deal at $7500.00" in page.inner_text("#result-line")
         utility = 7500 - setup.seller_value
         assert page.inner_text("#score") == ("-" if utility < 0 else "") + f"${abs(utility):.2f}"

@@ -111,18 +111,19 @@ def test_i8_three_finished_games_survive_sigkill(tmp_path):
     server = Serve(tmp_path)
     try:
         finished = [server.play_one()["game_id"] for _ in range(3)]
-        server.client.post("/api/games")  # a fourth game, live when the server dies
+        fourth = server.client.post("/api/games").json()["game_id"]  # live when the server dies
     finally:
         server.stop(signal.SIGKILL)
-    assert rows(server.db) == [(g, "finished") for g in finished]
+    assert rows(server.db) == [*((g, "finished") for g in finished), (fourth, "live")]
     again = Serve(tmp_path)
     try:
         assert again.client.get("/api/session").json()["live"] is None  # sessions are gone
-        assert rows(again.db) == [(g, "finished") for g in finished]
+        # the game the killed server left live is kept, as abandoned
+        assert rows(again.db) == [*((g, "finished") for g in finished), (fourth, "abandoned")]
         again.play_one()
     finally:
         again.stop(signal.SIGKILL)
-    assert len(rows(server.db)) == 4
+    assert len(rows(server.db)) == 5
 
 
 def test_i8_sigterm_stores_the_live_game_as_abandoned(tmp_path):

@@ -15,6 +15,7 @@ from stratagem.cli.serve import serve_command
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.report.rebuild import rebuild_metrics
 from stratagem.runs import read_fingerprint, scan_traces
+from stratagem.web.records import COLUMNS
 from stratagem.web.storage import GameStore, export_run
 
 from .test_api import dond_server, finish_dond
@@ -105,11 +106,8 @@ def test_rows_are_complete_and_queries_parameterised(serve, dond_contexts):
     assert json.loads(row["trace"])["episode_id"] == row["game_id"]
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     with pytest.raises(sqlite3.IntegrityError):  # UNIQUE(game_id) holds in the schema itself
-        db.execute(
-            "INSERT INTO games SELECT NULL, game_id, game, game_version, game_params, status, "
-            "agent_spec, agent_name, human_seat, human_score, model_score, started, ended, "
-            "human_view, model_view, trace FROM games"
-        )
+        columns = ", ".join(COLUMNS)
+        db.execute(f"INSERT INTO games ({columns}) SELECT {columns} FROM games")
 
 
 def test_a_bad_database_is_one_line(tmp_path):

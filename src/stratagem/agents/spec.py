@@ -6,21 +6,28 @@
 - ``openai:MODEL`` — any OpenAI-compatible endpoint at ``LLMOptions.base_url``;
 - ``vllm`` or ``vllm:MODEL`` — an in-process vLLM engine on a GPU (``pip install
   'stratagem[vllm]'``), with ``LLMOptions.adapter`` for one LoRA adapter.
+
+A local model spec may carry its own adapter, ``hf@FOLDER`` or ``hf:MODEL@FOLDER`` (``+`` stacks
+folders in order, as ``,`` does in ``--adapter``): that agent loads it in place of ``--adapter``,
+so one command can pit a self-play checkpoint against another model, e.g. ``stratagem tournament
+--game dond --agents hf@runs/selfplay-dond/checkpoint-2/adapter,openai:gpt-4o-mini``.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from stratagem.agent import Agent
 from stratagem.agents.llm import Fallback, LLMAgent
 from stratagem.backends.base import Backend, Sampling
 from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.game import Game
+from stratagem.settings import normal_paths
 from stratagem.strategies import get_strategy
 
 KINDS = ("strategy", "hf", "openai", "vllm")
 LLM_KINDS = ("hf", "openai", "vllm")
+LOCAL_KINDS = ("hf", "vllm")  # the kinds whose spec may name an adapter after "@"
 
 
 @dataclass(frozen=True)
@@ -45,7 +52,8 @@ class LLMOptions:
         batch size, concurrency, retries, timeout), for run fingerprints.
         """
         runtime = {"api_key_env", "max_batch", "concurrency", "max_retries", "attempt_timeout"}
-        return {k: v for k, v in asdict(self).items() if k not in runtime}
+        out = {k: v for k, v in asdict(self).items() if k not in runtime}
+        return {**out, "adapter": normal_paths(self.adapter)}  # one folder named two ways is one
 
     @property
     def sampling(self) -> Sampling:
@@ -53,10 +61,33 @@ class LLMOptions:
         return Sampling(self.temperature, self.top_p, self.max_new_tokens)
 
 
+def agent_kind(spec: str) -> str:
+    """Returns the kind a spec names: ``strategy``, ``hf``, ``openai``, ``vllm`` (``hf@A`` is
+    ``hf``), or what stands before its ``:`` when that is none of them."""
+    kind = spec.partition(":")[0]
+    local = kind.partition("@")[0]
+    return local if local in LOCAL_KINDS else kind
+
+
 def is_llm(spec: str) -> bool:
     """Returns whether ``spec`` names an LLM agent (``hf``, ``openai`` or ``vllm``) rather than a
     strategy."""
-    return spec.partition(":")[0] in LLM_KINDS
+    return agent_kind(spec) in LLM_KINDS
+
+
+def own_adapter(spec: str, options: LLMOptions) -> tuple[str, LLMOptions]:
+    """Returns a local model spec without its ``@ADAPTER`` and the options loading that adapter
+    in place of ``options.adapter`` (``+`` between folders stacks them); any other spec as given.
+
+    Raises:
+        ConfigError: nothing follows the ``@``.
+    """
+    if agent_kind(spec) not in LOCAL_KINDS or "@" not in spec:
+        return spec, options
+    base, _, adapter = spec.rpartition("@")
+    if not adapter.strip("+"):
+        raise ConfigError(f"agent {spec!r}: name an adapter folder after '@' (hf@runs/x/adapter)")
+    return base, replace(options, adapter=",".join(a for a in adapter.split("+") if a))
 
 
 def make_agent(spec: str, game: Game | str, options: LLMOptions | None = None) -> Agent:
@@ -64,7 +95,7 @@ def make_agent(spec: str, game: Game | str, options: LLMOptions | None = None) -
     from stratagem.games import get_game
 
     game = get_game(game) if isinstance(game, str) else game
-    kind, _, arg = spec.partition(":")
+    kind, arg = agent_kind(spec), spec.partition(":")[2]
     if kind not in KINDS:
         raise UnknownNameError("agent kind", kind, KINDS)
     if kind == "strategy":
@@ -79,14 +110,15 @@ def make_agent(spec: str, game: Game | str, options: LLMOptions | None = None) -
 
 
 def make_backend(spec: str, options: LLMOptions | None = None) -> Backend:
-    """Build the model behind an LLM agent spec (``hf[:MODEL]``, ``openai:MODEL``,
-    ``vllm[:MODEL]``), without an agent around it (dialogue trees call the backend directly).
+    """Build the model behind an LLM agent spec (``hf[:MODEL][@ADAPTER]``, ``openai:MODEL``,
+    ``vllm[:MODEL][@ADAPTER]``), without an agent around it (dialogue trees call the backend
+    directly).
 
     Raises:
         ConfigError: ``spec`` is not an LLM spec, a model folder or adapter does not exist,
             ``openai:`` has no model name, or vLLM cannot run here.
     """
-    options = options or LLMOptions()
+    spec, options = own_adapter(spec, options or LLMOptions())
     kind, _, arg = spec.partition(":")
     if kind not in LLM_KINDS:
         raise ConfigError(f"{spec!r} is not an LLM agent: use hf[:MODEL], openai:MODEL or vllm")
@@ -127,4 +159,4 @@ def _check_local_paths(model: str, adapter: str | None) -> None:
         raise ConfigError(f"{model}: no such model folder")
     for folder in (adapter or "").split(","):
         if folder and not Path(folder).expanduser().is_dir():
-            raise ConfigError(f"--adapter {folder}: no such adapter folder")
+            raise ConfigError(f"adapter {folder}: no such adapter folder")

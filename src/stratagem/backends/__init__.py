@@ -9,8 +9,9 @@
 - ``vllm``, and ``vllm_trainer`` (the engine sampling a trainer's rollouts);
 - ``trie`` (constrained choice scoring) and ``chains`` (trainers' chained token ids), shared by
   ``hf`` and ``vllm``;
-- ``cache``: the persistent response cache and ``CachedBackend``; ``embedded``: the bundled model;
-  ``sharded``: one backend spread over Ray workers.
+- ``cache``: the persistent response cache and ``CachedBackend``, with ``cache_store`` (its SQLite
+  file, opened defensively); ``embedded``: the bundled model; ``sharded``: one backend spread
+  over Ray workers.
 
 Heavy libraries (torch, transformers, openai, vllm) are imported only when a backend is built.
 """

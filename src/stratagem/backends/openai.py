@@ -19,13 +19,15 @@ RELIABILITY B and C.
   parsed, cached or traced (finish reason ``truncated``), so a server that ignores
   ``max_tokens`` cannot fill memory, the cache or the traces.
 - Malformed successes (null content, empty choices, truncation) become recorded generations.
-- At most ``concurrency`` requests are in flight.
+  At most ``concurrency`` requests are in flight.
+- Ctrl-C / SIGTERM during a call (``interrupt``): attempts in flight are cancelled, queued ones
+  dropped, backoff waits cut short, and no request is sent after it, whatever the endpoint does.
 - Responses are cached (``cache.py``) keyed by everything that changes them, including the
   per-decision seed. API keys are read from the environment and never written anywhere.
 - Action probabilities use the endpoint's logprobs when offered, else a constrained re-ask.
 
-Its parts: the bounded HTTP client, URL checks and ``Retry-After`` in ``openai_http``; reading
-replies and cache entries into generations in ``openai_replies``.
+Its parts: the bounded HTTP client, URL checks and ``Retry-After`` in ``openai_http``; replies
+and cache entries read into generations in ``openai_replies``.
 
 Departure: the backend's ``stop`` checks are ignored — a non-streamed completion cannot be
 stopped on a Python check, so callers parse the whole (capped) answer.
@@ -34,6 +36,7 @@ stopped on a Python check, so callers parse the whole (capped) answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -41,14 +44,16 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from stratagem.backends.base import Chat, Generation, Sampling, StopCheck
 from stratagem.backends.cache import ResponseCache, cache_key
 from stratagem.backends.openai_http import (
     MAX_RESPONSE_BYTES,
+    Failed,
     ResponseRefused,
+    Retryable,
     bounded_http_client,
     check_base_url,
     check_settings,
@@ -76,25 +81,12 @@ class BackendFatalError(StratagemError):
     """Every call would fail the same way (bad key, no access): stop the run."""
 
 
-class _Retryable(Exception):
-    def __init__(self, reason: str, status: int | None = None, retry_after: float | None = None):
-        super().__init__(reason)
-        self.status, self.retry_after = status, retry_after
-
-
-class _Failed(Exception):
-    def __init__(self, reason: str, status: int | None = None):
-        super().__init__(reason)
-        self.status = status
-
-
 class OpenAIBackend:
     """A chat model behind an OpenAI-compatible endpoint, called through the official client.
 
     Args:
         model: the endpoint's model name.
-        base_url: an ``http://`` or ``https://`` URL with a host (checked here: a
-            ``ConfigError`` otherwise).
+        base_url: an ``http://`` or ``https://`` URL with a host (else a ``ConfigError``).
         api_key_env: the environment variable holding the key (the key is never stored).
         concurrency: most requests in flight at once.
         max_retries: retries after the first attempt; the whole budget.
@@ -154,7 +146,8 @@ class OpenAIBackend:
         self._pool = ThreadPoolExecutor(max_workers=concurrency)
         self._jitter = random.Random(0)
         self._lock = threading.Lock()
-        self._closed = False
+        self._closed = self._stopped = False
+        self._stop = threading.Event()  # set on interrupt: wakes backoff waits
         self.requests = 0  # HTTP attempts made (for tests and the run manifest)
         self.supports_tools = True  # native JSON tool calls (passed as ``tools=``)
 
@@ -200,7 +193,15 @@ class OpenAIBackend:
             self._pool.submit(self._complete, chat, sampling, seed, tools)
             for chat, seed in zip(chats, row_seeds, strict=True)
         ]
-        return [job.result() for job in jobs]
+        return self._gather(jobs)
+
+    def _gather(self, jobs: list[Future[Any]]) -> list[Any]:
+        try:  # an interruption while waiting stops the backend: nothing is sent after it
+            return [job.result() for job in jobs]
+        except (KeyboardInterrupt, SystemExit):
+            with contextlib.suppress(Exception):  # the interruption is what propagates
+                self.interrupt()
+            raise
 
     def _params(self, sampling: Sampling, seed: int | None) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -234,7 +235,7 @@ class OpenAIBackend:
         start = time.perf_counter()
         try:
             body, retries = self._request(messages=messages, **params)
-        except _Failed as exc:
+        except Failed as exc:
             return Generation(
                 text="",
                 finish_reason="error",
@@ -269,7 +270,7 @@ class OpenAIBackend:
             try:
                 seconds = min(self.attempt_timeout, deadline - time.monotonic())
                 return self._attempt(seconds, **kwargs), retries
-            except _Retryable as exc:
+            except Retryable as exc:
                 retries.append(exc.status or str(exc))
                 last = exc
                 if attempt == self.max_retries:
@@ -277,27 +278,30 @@ class OpenAIBackend:
                 wait = self._backoff(attempt, exc.retry_after)
                 if time.monotonic() + wait > deadline:
                     break
-                time.sleep(wait)
+                self._stop.wait(wait)
         reason = "timeout" if "timed out" in str(last).lower() else str(last)
-        raise _Failed(f"{reason} after {len(retries)} attempts", last.status)
+        raise Failed(f"{reason} after {len(retries)} attempts", last.status)
 
     def _attempt(self, seconds: float, **kwargs: Any) -> dict[str, Any]:
         """One HTTP attempt, the whole response read within ``seconds``; its JSON body."""
         openai = self._openai
-        with self._lock:
+        with self._lock:  # checked and sent under the lock ``interrupt`` takes: none after it
+            if self._stopped:
+                raise Failed("interrupted")
             self.requests += 1
+            post = self._post(seconds, kwargs) if seconds > 0 else None
+            pending = asyncio.run_coroutine_threadsafe(post, self._loop) if post else None
         try:
-            if seconds <= 0:
+            if pending is None:
                 raise TimeoutError
-            pending = asyncio.run_coroutine_threadsafe(self._post(seconds, kwargs), self._loop)
             text = pending.result().text
             del pending  # the body's bytes go before its text is parsed: less memory at peak
         except (TimeoutError, openai.APITimeoutError) as exc:
-            raise _Retryable("request timed out") from exc
+            raise Retryable("request timed out") from exc
         except openai.APIConnectionError as exc:
-            raise _Retryable(f"connection error: {exc}") from exc
+            raise Retryable(f"connection error: {exc}") from exc
         except ResponseRefused as exc:
-            raise _Failed(str(exc), exc.status) from exc
+            raise Failed(str(exc), exc.status) from exc
         except openai.APIStatusError as exc:
             status = exc.status_code
             if status in FATAL_STATUS:
@@ -306,18 +310,20 @@ class OpenAIBackend:
                     f"in ${self.api_key_env}"
                 ) from None
             if status in RETRYABLE_STATUS or status >= 500:
-                raise _Retryable(f"HTTP {status}", status, retry_after(exc.response)) from exc
-            raise _Failed(f"HTTP {status}: {short(exc.message)}", status) from exc
+                raise Retryable(f"HTTP {status}", status, retry_after(exc.response)) from exc
+            raise Failed(f"HTTP {status}: {short(exc.message)}", status) from exc
         try:
             body = json.loads(text)
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly nested JSON
-            raise _Retryable("200 with a body that is not JSON") from exc
+            raise Retryable("200 with a body that is not JSON") from exc
         if not isinstance(body, dict):
-            raise _Retryable("200 with a JSON body that is not an object")
+            raise Retryable("200 with a JSON body that is not an object")
         return body
 
     async def _post(self, seconds: float, kwargs: dict[str, Any]) -> Any:
         """The HTTP response to one POST, read whole (and capped) within ``seconds``."""
+        if self._stopped:  # interrupted before this attempt reached the loop
+            raise asyncio.CancelledError
         async with asyncio.timeout(seconds):
             raw = await self._client.chat.completions.with_raw_response.create(
                 model=self.model, **kwargs
@@ -340,7 +346,7 @@ class OpenAIBackend:
             self._pool.submit(self._choice_probs, chat, cs)
             for chat, cs in zip(chats, choices, strict=True)
         ]
-        return [job.result() for job in jobs]
+        return self._gather(jobs)
 
     def _choice_probs(self, chat: Chat, choices: tuple[str, ...]) -> dict[str, float]:
         messages = [dict(m) for m in chat]
@@ -352,7 +358,7 @@ class OpenAIBackend:
                 dist = logprob_distribution(body, choices)
                 if dist is not None:
                     return dist
-            except _Failed:
+            except Failed:
                 pass
         ask = [
             *messages,
@@ -363,6 +369,14 @@ class OpenAIBackend:
         if token is None:
             return {c: 1 / len(choices) for c in choices}
         return {c: float(c == token) for c in choices}
+
+    def interrupt(self) -> None:
+        """Stop at once (Ctrl-C, SIGTERM): no request is sent from now on, queued calls are
+        dropped, attempts in flight cancelled, backoff waits cut short; then ``close``."""
+        with self._lock:
+            self._stopped = True
+        self._stop.set()
+        self.close()
 
     def close(self) -> None:
         """Cancel what is queued or in flight, close connections and the cache; idempotent.
@@ -379,7 +393,8 @@ class OpenAIBackend:
                 self.cache.close()
 
     async def _shutdown(self) -> None:
-        for task in asyncio.all_tasks():  # in-flight attempts: their waiting workers get errors
-            if task is not asyncio.current_task():
-                task.cancel()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:  # in-flight attempts: their waiting workers get errors
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)  # done before the loop stops
         await self._client.close()

@@ -24,6 +24,22 @@ BASE_RESPONSE_BYTES = 256 * 2**10  # ... and above this plus BYTES_PER_TOKEN per
 BYTES_PER_TOKEN = 2**10
 
 
+class Retryable(Exception):
+    """An attempt that failed in a way worth another try (a timeout, a 5xx, a reset)."""
+
+    def __init__(self, reason: str, status: int | None = None, retry_after: float | None = None):
+        super().__init__(reason)
+        self.status, self.retry_after = status, retry_after
+
+
+class Failed(Exception):
+    """A request that failed for good (after its retries, or a 4xx): an error generation."""
+
+    def __init__(self, reason: str, status: int | None = None):
+        super().__init__(reason)
+        self.status = status
+
+
 class ResponseRefused(Exception):
     """A response refused while it streamed in: a body over the byte cap, or compressed."""
 

@@ -17,11 +17,13 @@ key, a missing model) is raised on the driver as itself.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from stratagem.backends.base import Backend, Chat, Generation, Sampling, StopCheck
+from stratagem.cluster import CONNECT_TIMEOUT
 from stratagem.errors import ConfigError, StratagemError
 
 __all__ = ["RayBackend", "ShardWorker", "shards"]
@@ -69,6 +71,13 @@ class ShardWorker:
         """Returns the backend's model id (building the backend)."""
         return self._call(lambda: self.backend.model_id)
 
+    def fingerprint(self) -> str:
+        """Returns what names the backend's exact weights: its ``fingerprint`` where it has one
+        (a content hash of a local model's weights, adapters and dtype), else its model id."""
+        return self._call(
+            lambda: getattr(self.backend, "fingerprint", None) or self.backend.model_id
+        )
+
     def generate(
         self,
         chats: Sequence[Chat],
@@ -108,6 +117,7 @@ class RayBackend:
         gpus_per_worker: GPUs each worker reserves (default 1 where the cluster has GPUs).
         max_worker_deaths: Worker deaths tolerated before a call fails (default
             ``2 * workers + 2``); a dead worker's shard is answered again by a fresh one.
+        connect_timeout: Seconds the cluster at ``address`` gets to accept a connection.
     """
 
     def __init__(
@@ -118,12 +128,13 @@ class RayBackend:
         workers: int | None = None,
         gpus_per_worker: float | None = None,
         max_worker_deaths: int | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
     ):
         from stratagem.cluster import connect
 
         if workers is not None and workers < 1:
             raise ConfigError("--workers must be at least 1")
-        self.ray, self._started = connect(address, workers)
+        self.ray, self._started = connect(address, workers, connect_timeout)
         resources = self.ray.cluster_resources()
         gpus = resources.get("GPU", 0)
         self.gpus = (1.0 if gpus else 0.0) if gpus_per_worker is None else gpus_per_worker
@@ -141,6 +152,13 @@ class RayBackend:
             raise
         self.model_id: str = ids[0]
         self.pids: list[int] = [self._get(a.pid.remote()) for a in self.actors]
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """The workers' model fingerprint (worker 0's: every worker builds the same backend),
+        asked on first use, so that ``CachedBackend`` keys a sharded model's answers exactly as
+        it keys the local model's (RELIABILITY C1), and only a caching caller pays for hashing."""
+        return str(self._get(self.actors[0].fingerprint.remote()))
 
     def generate(
         self,

@@ -13,13 +13,13 @@ from stratagem.agents.settings import AgentSettings
 from stratagem.cli.options import GameGroup, RunGroup
 from stratagem.errors import ConfigError
 from stratagem.evaluation import Evaluation
-from stratagem.settings import Positive, RaySettings, opt
+from stratagem.settings import Positive, RaySettings, SizeSettings, opt
 
 console = Console()
 
 
 @dataclasses.dataclass(kw_only=True)
-class EvalConfig(RunGroup, RaySettings, AgentSettings, GameGroup):
+class EvalConfig(RunGroup, SizeSettings, RaySettings, AgentSettings, GameGroup):
     """Evaluate an agent against every pool of a game and print the SEPO metrics."""
 
     episodes: Positive = opt(20, "-n")
@@ -38,6 +38,7 @@ def eval_command(cfg: EvalConfig) -> None:
     from stratagem.cli.progress import progress_bar
     from stratagem.evaluation import count_episodes, evaluate
     from stratagem.games import get_game
+    from stratagem.launch import check_size
     from stratagem.report.console import print_evaluation
     from stratagem.runs import check_out_path, fresh_folder
 
@@ -46,25 +47,24 @@ def eval_command(cfg: EvalConfig) -> None:
         names = ", ".join(cfg.llm_settings_given())
         raise ConfigError(f"{names}: for LLM agents (hf, openai:MODEL, vllm) only, not {cfg.agent}")
     game = get_game(cfg.game, **cfg.params)
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", cfg.agent)
+    folder = check_out_path(
+        cfg.run_folder(Path("runs", cfg.game, f"{slug}-s{cfg.seed}-n{cfg.episodes}"))
+    )
+    check_size(count_episodes(game, cfg.episodes), folder, yes=cfg.yes)  # before a model
     options = cfg.llm_options(game)
     agent = make_agent(cfg.agent, game, options)
     extra: dict = {"agent_spec": cfg.agent}
     if is_llm(cfg.agent):
         extra["llm"] = options.fingerprint()
         extra["model_id"] = agent.backend.model_id  # type: ignore[attr-defined]
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", cfg.agent)
-    folder = check_out_path(
-        cfg.run_folder(Path("runs", cfg.game, f"{slug}-s{cfg.seed}-n{cfg.episodes}"))
-    )
     if cfg.new_run:
         folder = fresh_folder(folder)
     player = None
     if target is not None:
         from stratagem.tournament.ray import RayPlayer
 
-        player = RayPlayer(
-            {agent.name: cfg.agent}, options=options, address=target, workers=cfg.workers
-        )
+        player = RayPlayer({agent.name: cfg.agent}, options=options, **cfg.ray_options())
     with progress_bar(console) as progress:
         task = progress.add_task(
             f"{cfg.game} · {agent.name}", total=count_episodes(game, cfg.episodes)

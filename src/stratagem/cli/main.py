@@ -8,7 +8,6 @@ resume command (exit 130 / 143). No user mistake ends in a traceback.
 from __future__ import annotations
 
 import functools
-import shlex
 import signal
 import sys
 from collections.abc import Callable
@@ -16,10 +15,12 @@ from collections.abc import Callable
 import typer
 from rich.console import Console
 
+from stratagem.cli import dialogue as live
 from stratagem.cli import evaluate, imitate, info, matrix, psro, report, serve, solve, tournament
 from stratagem.cli import train as training
 from stratagem.cli.options import register
 from stratagem.errors import StratagemError
+from stratagem.launch import resume_command
 
 app = typer.Typer(
     name="stratagem",
@@ -39,34 +40,34 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated
 
 
-def interruptible(command: Callable) -> Callable:
-    """Ctrl-C / SIGTERM: finished episodes are already on disk; say how to resume (a command
-    that can be pasted into a shell for any path), exit 130 (SIGINT) or 143 (SIGTERM)."""
+def interruptible(command: Callable, kept: str = "every finished episode is saved") -> Callable:
+    """Ctrl-C / SIGTERM: say what was ``kept`` and how to resume (a command that can be pasted
+    into a shell for any path), exit 130 (SIGINT) or 143 (SIGTERM)."""
 
     @functools.wraps(command)
     def run(*args, **kwargs):
         try:
             return command(*args, **kwargs)
         except KeyboardInterrupt as exc:
-            line = shlex.join(["stratagem", *sys.argv[1:]])
-            err.print(
-                f"interrupted; every finished episode is saved. Resume with: {line}",
-                highlight=False,
-                markup=False,
-            )
+            line = resume_command(sys.argv, getattr(exc, "run_folder", None), kwargs)
+            err.print(f"interrupted; {kept}. Resume with: {line}", highlight=False, markup=False)
             raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
 
     return run
 
 
+answers = functools.partial(  # solve, psro, imitate: model answers are cached as they come
+    interruptible, kept="results are written at the end; model answers so far stay in the cache"
+)
 app.command("games")(info.games)
 register(app, "strategies", info.StrategiesConfig, info.list_strategies)
 register(app, "eval", evaluate.EvalConfig, evaluate.eval_command, wrap=interruptible)
 register(app, "matrix", matrix.MatrixConfig, matrix.matrix_command)
 register(app, "report", report.ReportConfig, report.report_command)
-register(app, "solve", solve.SolveConfig, solve.solve_command)
-register(app, "psro", psro.PSROConfig, psro.psro_command)
-register(app, "imitate", imitate.ImitateConfig, imitate.imitate_command)
+register(app, "solve", solve.SolveConfig, solve.solve_command, wrap=answers)
+register(app, "psro", psro.PSROConfig, psro.psro_command, wrap=answers)
+register(app, "imitate", imitate.ImitateConfig, imitate.imitate_command, wrap=answers)
+register(app, "dialogue", live.DialogueConfig, live.dialogue_command, wrap=answers)
 register(app, "serve", serve.ServeSettings, serve.serve_command)
 register(
     app,

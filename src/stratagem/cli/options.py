@@ -97,8 +97,8 @@ def options(cls: type, *, lists: tuple[str, ...] = ()) -> list[inspect.Parameter
         choices = choices_of(hints[f.name])
         if choices:
             help_text += f" Choices: {', '.join(map(str, choices))}."
-            if f.name in lists:
-                help_text += " Several, comma-separated: an ablation."
+        if f.name in lists:
+            help_text += " Several, comma-separated: an ablation."
         if kind == "list":
             help_text += " Comma-separated."
         help_text = help_text.replace("[", "(").replace("]", ")")
@@ -112,7 +112,8 @@ def options(cls: type, *, lists: tuple[str, ...] = ()) -> list[inspect.Parameter
                 f.name,
                 inspect.Parameter.KEYWORD_ONLY,
                 default=default,
-                annotation=CLI_TYPES.get(kind, str) | None,
+                # an ablation's values arrive as one comma-separated string
+                annotation=(str if f.name in lists else CLI_TYPES.get(kind, str)) | None,
             )
         )
     return params

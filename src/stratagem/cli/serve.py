@@ -2,8 +2,9 @@
 
 ``stratagem serve --game dond --agent SPEC`` serves the page on 127.0.0.1 (``--host`` to expose it,
 behind Starlette's ``TrustedHostMiddleware``); every finished or abandoned game goes to the SQLite
-file ``--db``. ``stratagem serve --game dond --export FOLDER`` writes the finished games of that
-game as a run folder instead, which ``stratagem report FOLDER`` reads like any evaluation.
+file ``--db``. ``stratagem serve --game dond --export FOLDER`` writes the games of that game and
+one configuration as a run folder instead, which ``stratagem report FOLDER`` reads like any
+evaluation.
 """
 
 from __future__ import annotations
@@ -30,28 +31,10 @@ def serve_command(cfg: ServeSettings) -> None:
 
 
 def export_games(cfg: ServeSettings) -> None:
-    """Writes the finished games of ``cfg.game`` in ``cfg.db`` as a run folder."""
-    from stratagem.web.storage import GameStore, export_run
+    """Writes the games of one configuration of ``cfg.game`` in ``cfg.db`` as a run folder."""
+    from stratagem.web.study import export_games as export
 
-    if not Path(cfg.db).is_file():
-        raise ConfigError(f"--db {cfg.db}: no such games database")
-    store = GameStore(cfg.db)
-    try:
-        n = export_run(store, cfg.game, cfg.export, agent=cfg.agent)  # type: ignore[arg-type]
-    finally:
-        store.close()
-    from stratagem.games import get_game
-    from stratagem.metrics.registry import game_metrics
-    from stratagem.metrics.sepo import SEPOGame
-
-    game = get_game(cfg.game, **cfg.params)
-    if isinstance(game, SEPOGame) or game_metrics(game.name) is not None:
-        then = f"metrics: stratagem report {cfg.export}"
-    else:  # bargaining: its metrics are per tournament (stratagem.metrics.bargaining)
-        then = "stratagem report has no metrics for this game; its traces are in traces.jsonl"
-    console.print(
-        f"exported {n} {cfg.game} games to {cfg.export}; {then}", highlight=False, markup=False
-    )
+    console.print(export(cfg), highlight=False, markup=False)
 
 
 def serve(cfg: ServeSettings) -> None:
@@ -63,19 +46,21 @@ def serve(cfg: ServeSettings) -> None:
     from stratagem.web.app import PlayService, create_app
     from stratagem.web.security import session_key
     from stratagem.web.storage import GameStore
+    from stratagem.web.study import open_study
 
     if cfg.agent is None:
         raise ConfigError("give the opponent with --agent, e.g. --agent strategy:FairSplit")
     if not is_llm(cfg.agent) and cfg.llm_settings_given():
         names = ", ".join(cfg.llm_settings_given())
         raise ConfigError(f"{names}: for LLM agents (hf, openai:MODEL, vllm) only, not {cfg.agent}")
-    from stratagem.web.security import trusted_hosts
+    from stratagem.web.security import deployment
 
-    hosts = trusted_hosts(cfg.host, cfg.allowed_hosts)
+    site = deployment(cfg.host, cfg.port, cfg.allowed_hosts, cfg.trusted_proxies)
     the_game = get_game(cfg.game, **cfg.params)
     the_agent = make_agent(cfg.agent, the_game, cfg.llm_options(the_game))
     store = GameStore(cfg.db)
     key = session_key(Path(cfg.db).with_name(Path(cfg.db).name + ".key"))
+    study, note = open_study(cfg, store, the_game, the_agent)
     service = PlayService(
         the_game,
         the_agent,
@@ -85,15 +70,15 @@ def serve(cfg: ServeSettings) -> None:
         cfg.limits(),
         human_seat=cfg.seat,
         max_batch=cfg.max_batch,
+        study=study,
     )
-    app = create_app(service, allowed_hosts=hosts)
-    shown = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
+    app = create_app(service, allowed_hosts=site.hosts, trusted_proxies=site.proxies)
     console.print(
-        f"{cfg.game} against {the_agent.name}: http://{shown}:{cfg.port} (games stored in "
-        f"{cfg.db}; Ctrl-C stops)",
+        f"{cfg.game} against {the_agent.name}: {site.url} (games stored in {cfg.db}; Ctrl-C stops)",
         highlight=False,
         markup=False,
     )
+    console.print(note, highlight=False, markup=False)
     try:
         uvicorn.run(
             app,
@@ -102,6 +87,7 @@ def serve(cfg: ServeSettings) -> None:
             log_level="info",
             server_header=False,
             access_log=False,
+            proxy_headers=False,  # ForwardedHeaders believes only --trusted-proxy
         )
     finally:
         store.close()

@@ -14,17 +14,17 @@ from stratagem.agents.settings import LLMSettings
 from stratagem.cli.options import GameGroup, RunGroup
 from stratagem.errors import ConfigError
 from stratagem.game import Game, HasRegimeScenarios
-from stratagem.settings import NonNegative, Positive, RaySettings, opt
+from stratagem.settings import NonNegative, Positive, RaySettings, SizeSettings, opt
 
 console = Console()
 
 
 @dataclasses.dataclass(kw_only=True)
-class TournamentConfig(RunGroup, RaySettings, LLMSettings, GameGroup):
+class TournamentConfig(RunGroup, SizeSettings, RaySettings, LLMSettings, GameGroup):
     """Every agent against every agent in both roles (itself included) on the same scenarios."""
 
     agents: list[str] = opt(..., "-a")
-    """Agents: strategy names, hf, hf:MODEL, openai:MODEL, vllm."""
+    """Agents: strategy names, hf, hf:MODEL, openai:MODEL, vllm; hf@ADAPTER loads its own."""
     episodes: Positive = opt(20, "-n")
     """Episodes per pairing (games without scenario regimes)."""
     gft: NonNegative = 400
@@ -45,6 +45,7 @@ def tournament_command(cfg: TournamentConfig) -> None:
     """Every agent against every agent in both roles (itself included) on the same scenarios."""
     from stratagem.cli.progress import progress_bar
     from stratagem.games import get_game
+    from stratagem.launch import check_size
     from stratagem.report.tournament import print_tournament
     from stratagem.tournament import round_robin
 
@@ -53,6 +54,9 @@ def tournament_command(cfg: TournamentConfig) -> None:
     names = cfg.agents
     if len(set(names)) != len(names) or not names:
         raise ConfigError("--agents needs distinct, comma-separated names")
+    folder = cfg.run_folder(Path("runs") / f"tournament-{cfg.game}")
+    pairing = cfg.gft + cfg.ngft if isinstance(the_game, HasRegimeScenarios) else cfg.episodes
+    check_size(len(names) ** 2 * pairing, folder, yes=cfg.yes)  # before scenarios and models
     scenarios, count = None, cfg.episodes
     if isinstance(the_game, HasRegimeScenarios):
         if cfg.gft + cfg.ngft == 0:
@@ -65,8 +69,7 @@ def tournament_command(cfg: TournamentConfig) -> None:
     if target is not None:
         from stratagem.tournament.ray import RayPlayer
 
-        player = RayPlayer(specs, options=options, address=target, workers=cfg.workers)
-    folder = cfg.run_folder(Path("runs") / f"tournament-{cfg.game}")
+        player = RayPlayer(specs, options=options, **cfg.ray_options())
     extra = {"agent_specs": names, "llm": options.fingerprint()}
     with progress_bar(console) as progress:
         task = progress.add_task(f"{cfg.game} round robin", total=len(built) ** 2 * count)
@@ -83,12 +86,7 @@ def tournament_command(cfg: TournamentConfig) -> None:
         )
     print_tournament(console, the_game, result)
     console.print(f"{result.episodes} episodes · errors: {result.errors} · run folder: {folder}")
-    if result.errors:
-        attempted = result.episodes + result.errors
-        console.print(
-            f"coverage: {result.episodes} of {attempted} episodes complete; {result.errors} "
-            "ended in error (reasons in traces.jsonl; rerun the command to retry them)"
-        )
+    result.check()  # A9: failed episodes -> their coverage line and exit 1, like eval
 
 
 def _params(cfg: TournamentConfig) -> dict:
@@ -113,14 +111,14 @@ def _build_agents(
     """Returns the agents by tournament name, and the spec string of each built agent by agent
     name. ``remote`` (a Ray run): model agents are ``RemoteAgent``s, loaded by the workers only.
     """
-    from stratagem.agents.spec import make_agent
+    from stratagem.agents.spec import LOCAL_KINDS, agent_kind, is_llm, make_agent
 
     built: dict[str, Agent] = {}
     specs: dict[str, str] = {}
     for name in names:
-        spec = name if ":" in name or name in ("hf", "vllm") else f"strategy:{name}"
+        spec = name if ":" in name or is_llm(name) else f"strategy:{name}"
         key = re.sub(r"[|]", "_", name)
-        if remote and spec.partition(":")[0] in ("hf", "vllm"):
+        if remote and agent_kind(spec) in LOCAL_KINDS:
             from stratagem.tournament.ray import RemoteAgent
 
             built[key] = RemoteAgent(spec, key)

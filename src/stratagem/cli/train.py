@@ -129,9 +129,9 @@ TRAINERS: dict[str, Trainer] = {
         "stratagem.training.sepo:SEPOArgs",
         "stratagem.training.sepo:train_sepo",
         "SEPO-GRPO; resumes from the newest complete checkpoint. Comma-separated values of one "
-        "of --penalty, --credit, --normalisation or --scale run an ablation: one arm per value in "
-        "OUT/<name>-<value>, compared in OUT/ablation.md, .csv and .png.",
-        lists=("penalty", "credit", "normalisation", "scale"),
+        "of --penalty, --credit, --normalisation, --scale or --safety run an ablation: one arm per "
+        "value in OUT/<name>-<value>, compared in OUT/ablation.md, .csv and .png.",
+        lists=("penalty", "credit", "normalisation", "scale", "safety"),
     ),
     "bargaining": Trainer(
         "stratagem.training.bargaining_grpo:BargainingArgs",

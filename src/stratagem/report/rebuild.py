@@ -12,7 +12,7 @@ from stratagem.games import get_game
 from stratagem.metrics.registry import game_metrics
 from stratagem.metrics.sepo import SEPOGame, sepo_metrics
 from stratagem.report.tables import write_metrics
-from stratagem.runs import TRACES, read_fingerprint, scan_traces
+from stratagem.runs import TRACES, read_fingerprint, scan_traces, stored_inputs
 from stratagem.solvers.best_response import exploitability
 from stratagem.trace import read_traces
 
@@ -21,7 +21,8 @@ LEGACY_POLICY = "kuhn_policy.json"  # the name run folders of trace schema v1 us
 
 def rebuild_metrics(run: Path) -> Evaluation:
     """Recomputes and rewrites ``metrics.csv`` / ``metrics.md`` of an ``eval`` run folder from
-    its traces (and stored Kuhn policy); returns the evaluation they describe.
+    its traces (and stored Kuhn policy, and copies of the files the game read); returns the
+    evaluation they describe.
 
     Raises:
         ConfigError: the folder holds no traces, is not an ``eval`` folder, its game has no
@@ -36,7 +37,8 @@ def rebuild_metrics(run: Path) -> Evaluation:
             "(a tournament writes its tables itself when rerun)"
         )
     scan_traces(run / TRACES)  # a bad line or a duplicate episode is an error, not a count
-    game = get_game(fp["game"], **fp.get("game_params", {}))
+    # the files the game read, from the folder's own copies: wherever the report runs
+    game = get_game(fp["game"], **{**fp.get("game_params", {}), **stored_inputs(run)})
     own = game_metrics(game.name)
     if not isinstance(game, SEPOGame) and own is None:
         raise ConfigError(

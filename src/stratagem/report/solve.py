@@ -151,3 +151,37 @@ def imitation_table(cfg: Any, report, oracle, examples: int, loss: float) -> str
         f"{report.steered_mass[1]:.2f} (with CFR solved on the held-out trees themselves: "
         f"{oracle.steered_mass[0]:.2f}, {oracle.steered_mass[1]:.2f})\n"
     )
+
+
+def write_live(console: Console, folder: Path, cfg: Any, dialogues, meta, usage, steer) -> str:
+    """Writes a live steered run (``stratagem dialogue``): ``dialogues.jsonl``, ``summary.json``
+    and, when every dialogue has a payoff, ``meta_game.json`` and ``table.md`` (printed);
+    returns the table ("" without a meta-game)."""
+    with (folder / "dialogues.jsonl").open("w") as f:
+        f.writelines(json.dumps(d.row()) + "\n" for d in dialogues)
+    calls = {k: v for k, v in asdict(usage).items() if k != "batches"}
+    summary = {"game": cfg.game, "steer": cfg.steer, "instructions": list(steer.instructions)}
+    summary |= {"scenarios": cfg.scenarios, "games": cfg.games, "dialogues": len(dialogues)}
+    summary |= {"off_tree_turns": getattr(steer, "off_tree", 0), "usage": calls}
+    summary["steered_mass"] = list(meta.steered_mass) if meta else None
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if meta is None:
+        return ""
+    (folder / "meta_game.json").write_text(json.dumps(asdict(meta), indent=2) + "\n")
+    (ss, su), (us, uu) = meta.row
+    (css, csu), (cus, cuu) = meta.col
+    same = len({ss, su, us, uu}) == 1 and len({css, csu, cus, cuu}) == 1
+    flat = " (every cell pays the same: the mass only breaks a tie)" if same else ""
+    table = (
+        f"Live {cfg.game} dialogues steered by {meta.steer}: {meta.scenarios} scenarios × "
+        f"{meta.games} games per cell, {cfg.replies} replies, {cfg.seeds} LLM seeds; mean "
+        f"payoffs (seat 0, seat 1)\n\n"
+        "| seat 0 \\ seat 1 | steered | unsteered |\n| --- | --- | --- |\n"
+        f"| steered | {ss:.2f}, {css:.2f} | {su:.2f}, {csu:.2f} |\n"
+        f"| unsteered | {us:.2f}, {cus:.2f} | {uu:.2f}, {cuu:.2f} |\n\n"
+        f"CCE mass on the steered LLM: seat 0 {meta.steered_mass[0]:.2f}, seat 1 "
+        f"{meta.steered_mass[1]:.2f}{flat}; model calls {usage.calls}, cache hits {usage.hits}\n"
+    )
+    (folder / "table.md").write_text(table)
+    console.print(table)
+    return table

@@ -13,7 +13,9 @@ from stratagem.report.registry import tournament_report
 def print_tournament(console: Console, game: Game, result: Any) -> None:
     """Prints ``result.summary``: through the game's registered report, else as text."""
     report = tournament_report(game.name)
-    if report is not None:
+    if not len(result.summary):
+        console.print("no episode completed: nothing to tabulate")
+    elif report is not None:
         console.print(report.table(result.summary))
     else:
         console.print(result.summary.to_string(index=False))

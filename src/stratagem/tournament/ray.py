@@ -42,8 +42,15 @@ from itertools import chain
 from typing import Any, Literal
 
 from stratagem.agent import Agent
-from stratagem.agents.spec import LLMOptions
-from stratagem.cluster import LOCAL, RaisedOnWorker, RayWorkerError, connect, first_line
+from stratagem.agents.spec import LLMOptions, agent_kind
+from stratagem.cluster import (
+    CONNECT_TIMEOUT,
+    LOCAL,
+    RaisedOnWorker,
+    RayWorkerError,
+    connect,
+    first_line,
+)
 from stratagem.episode import EpisodeSpec
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.game import Game
@@ -130,6 +137,7 @@ class RayPlayer:
         max_worker_deaths: worker deaths tolerated in one run before it stops (default
             ``2 * workers + 2``); their unfinished episodes are rescheduled.
         flush_seconds: how often a worker sends back the traces finished so far.
+        connect_timeout: seconds the cluster at ``address`` gets to accept a connection.
     """
 
     def __init__(
@@ -143,6 +151,7 @@ class RayPlayer:
         gpus_per_worker: float | None = None,
         max_worker_deaths: int | None = None,
         flush_seconds: float = 0.1,
+        connect_timeout: float = CONNECT_TIMEOUT,
     ):
         """Store the settings; nothing connects to Ray until the player is called."""
         if workers is not None and workers < 1:
@@ -157,6 +166,7 @@ class RayPlayer:
         self.gpus_per_worker = gpus_per_worker
         self.max_worker_deaths = max_worker_deaths
         self.flush_seconds = flush_seconds
+        self.connect_timeout = connect_timeout
         self.pids: list[int] = []  # process ids of the live workers (tests, monitoring)
         self.deaths = 0  # workers that died during the last call
 
@@ -197,7 +207,7 @@ class RayPlayer:
 
     def _connect(self) -> tuple[Any, bool]:
         """Returns (the ray module, whether this call started the connection)."""
-        return connect(self.address, self.workers)
+        return connect(self.address, self.workers, self.connect_timeout)
 
 
 class _Run:
@@ -237,7 +247,7 @@ class _Run:
                 self.exhausted = True
             else:
                 self.queue.append(spec)
-        models = any(a.partition(":")[0] in MODEL_KINDS for m in self.queue for a in m.agents)
+        models = any(agent_kind(a) in MODEL_KINDS for m in self.queue for a in m.agents)
         if player.gpus_per_worker is not None:
             self.gpus = player.gpus_per_worker
         else:

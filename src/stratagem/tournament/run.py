@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from stratagem.agent import Agent
 from stratagem.episode import EpisodeSpec
+from stratagem.errors import IncompleteRunError
 from stratagem.game import Game
 from stratagem.play import play
 from stratagem.runs import TRACES, Player, RunFolder
@@ -21,6 +22,9 @@ from stratagem.trace import Trace, iter_traces
 
 if TYPE_CHECKING:
     import pandas as pd
+
+SHOWN_PAIRINGS = 5  # failing pairings a coverage line names
+ROW_COLUMNS = ["episode_id", "agent", "opponent", "seat", "payoff_per_round"]
 
 
 def digest(items: Sequence[Any]) -> str:
@@ -67,13 +71,41 @@ def payoff_matrix(
 
 @dataclass
 class TournamentResult:
-    """A finished (or resumed) round robin: its folder, counts, summary table and files."""
+    """A finished (or resumed) round robin: its folder, counts, summary table and files.
+
+    ``episodes`` counts the complete episodes in the folder, ``errors`` those that failed in
+    this call (a rerun retries them), ``failed`` the failures by pairing (``"A vs B"``, seat 0
+    first) and ``first_error`` the first one's reason.
+    """
 
     out: Path
     episodes: int
     errors: int
     summary: pd.DataFrame
     files: list[Path] = field(default_factory=list)
+    failed: dict[str, int] = field(default_factory=dict)
+    first_error: str | None = None
+
+    def coverage(self) -> str:
+        """One line: episodes complete and failed, the failing pairings (at most
+        ``SHOWN_PAIRINGS``) and the first failure's reason."""
+        attempted = self.episodes + self.errors
+        line = f"coverage: {self.episodes} of {attempted} episodes complete"
+        if not self.errors:
+            return line
+        pairs = sorted(self.failed.items(), key=lambda kv: (-kv[1], kv[0]))
+        named = ", ".join(f"{p} ({n})" for p, n in pairs[:SHOWN_PAIRINGS])
+        more = f" and {len(pairs) - SHOWN_PAIRINGS} more" if len(pairs) > SHOWN_PAIRINGS else ""
+        first = " ".join((self.first_error or "").split())[:200]
+        return (
+            f"{line}; {self.errors} failed, in {named}{more} (first: {first}). Rerun the same "
+            "command to retry them."
+        )
+
+    def check(self) -> None:
+        """Raise ``IncompleteRunError`` (exit 1, the ``coverage`` line) when episodes failed."""
+        if self.errors:
+            raise IncompleteRunError(self.coverage())
 
 
 def round_robin_specs(
@@ -115,7 +147,19 @@ def round_robin(
     built afterwards from the trace file alone. ``player`` plays the episodes in place of the
     local ``play`` (``tournament.ray.RayPlayer``: on Ray); the result is the same.
     """
-    from stratagem.evaluation import runtime
+    from stratagem.evaluation import run_status, runtime
+
+    failed: dict[str, int] = {}
+    first_error: list[str] = []
+
+    def finished(trace: Trace) -> None:
+        if trace.status != "complete":  # tallied as it happens: the file keeps old failures too
+            pairing = f"{trace.meta.get('seat0', trace.agents[0])} vs "
+            pairing += str(trace.meta.get("seat1", trace.agents[1]))
+            failed[pairing] = failed.get(pairing, 0) + 1
+            first_error[:] = first_error or [trace.error or trace.status]
+        if on_episode is not None:
+            on_episode(trace)
 
     fingerprint = {
         "job": "tournament",
@@ -130,10 +174,11 @@ def round_robin(
     }
     with RunFolder(out, fingerprint, runtime=runtime(max_live, player)) as run:
         specs = round_robin_specs(agents, count=count, seed=seed, scenarios=scenarios)
-        errors = run.play(game, specs, max_live=max_live, on_episode=on_episode, player=player)
+        errors = run.play(game, specs, max_live=max_live, on_episode=finished, player=player)
         result = write_tournament_report(game, run.path)
-        result.errors = errors
-        status = "complete" if not errors else "error" if not result.episodes else "partial"
+        result.errors, result.failed = errors, failed
+        result.first_error = first_error[0] if first_error else None
+        status = run_status(result.episodes + errors, errors)
         run.finish(status, episodes=result.episodes, errors=errors)
     return result
 
@@ -158,7 +203,7 @@ def write_tournament_report(game: Game, folder: Path) -> TournamentResult:
         episodes = sum(1 for t in iter_traces(folder / TRACES) if t.status == "complete")
         return TournamentResult(folder, episodes, 0, summary, list(files))
     files: list[Path] = []
-    rows = _canonical(pd.DataFrame(_seat_rows(traces)))
+    rows = _canonical(pd.DataFrame(_seat_rows(traces), columns=ROW_COLUMNS))
     summary = (
         rows.groupby(["agent", "seat"])["payoff_per_round"]
         .agg(["mean", "sem", "count"])
@@ -169,15 +214,15 @@ def write_tournament_report(game: Game, folder: Path) -> TournamentResult:
         index="agent", columns="opponent", values="payoff_per_round", aggfunc="mean"
     )
     table.index.name, table.columns.name = "seat 0", "seat 1"
-    files.append(
-        heatmap(table, folder / "heatmap_payoff.png", f"{game.name}: seat-0 payoff per round")
-    )
-    return TournamentResult(folder, len(rows) // 2 if len(rows) else 0, 0, summary, files)
+    if len(table):  # a tournament whose every episode failed has no payoffs to draw
+        title = f"{game.name}: seat-0 payoff per round"
+        files.append(heatmap(table, folder / "heatmap_payoff.png", title))
+    return TournamentResult(folder, len(rows) // 2, 0, summary, files)
 
 
 def _canonical(rows: pd.DataFrame) -> pd.DataFrame:  # noqa: F821 (pandas is loaded lazily)
-    """Rows in episode-id order, so a resumed run (appended in another order) gives the same
-    tables to the last bit."""
+    """Rows in episode-id order, so a resumed run (appended in another order) sums in the same
+    order and gives the same tables to the last bit."""
     keys = [k for k in ("episode_id", "role", "seat") if k in rows]
     return rows.sort_values(keys, kind="stable").reset_index(drop=True) if len(rows) else rows
 
@@ -189,6 +234,7 @@ def _seat_rows(traces: Iterable[Trace]) -> Iterator[dict]:
         for seat in (0, 1):
             total = sum(r.payoffs[seat] for r in t.rounds)
             yield {
+                "episode_id": t.episode_id,  # the order aggregates sum in (``_canonical``)
                 "agent": t.agents[seat],
                 "opponent": t.agents[1 - seat],
                 "seat": seat,

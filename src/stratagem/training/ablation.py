@@ -14,6 +14,7 @@ terms come from auxiliary episodes independent of them, so they carry zero expec
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -31,7 +32,9 @@ AXES: dict[str, tuple[str, ...]] = {
     "normalisation": ("round", "episode"),
     "credit": ("return", "immediate"),
     "scale": ("step", "group"),
+    "safety": (),  # any number ≥ 0: ``--safety 1,0`` is a SEPO run beside its control
 }
+NUMERIC_AXES = frozenset({"safety"})
 METRICS = ("safety_j", "pay", "exploit", "collusion", "robust", "nra", "fallback_rate")
 
 
@@ -40,17 +43,35 @@ def arms(base: SEPOArgs, axis: str, values: list[str]) -> list[SEPOArgs]:
     if axis not in AXES:
         raise UnknownNameError("ablation setting", axis, tuple(AXES))
     for value in values:
-        if value not in AXES[axis]:
+        if axis in NUMERIC_AXES:
+            _number(axis, value)
+        elif value not in AXES[axis]:
             raise UnknownNameError(axis, value, AXES[axis])
-    if len(set(values)) < 2:
+    if len({_number(axis, v) if axis in NUMERIC_AXES else v for v in values}) < 2:
         raise ConfigError(f"an ablation of {axis} needs at least two different values")
     if not base.eval_episodes:
         raise ConfigError("an ablation compares checkpoint evaluations: set eval_episodes > 0")
     arms = []
     for value in values:
-        changes: dict[str, Any] = {"out": base.out / f"{axis}-{value}", axis: value}
-        arms.append(replace(base, **changes))
+        setting = _number(axis, value) if axis in NUMERIC_AXES else value
+        changes: dict[str, Any] = {"out": base.out / f"{axis}-{value}", axis: setting}
+        arm = replace(base, **changes)
+        if hasattr(arm, "check"):
+            arm.check()
+        arms.append(arm)
     return arms
+
+
+def _number(axis: str, value: str) -> float:
+    """``value`` of a numeric axis as a float; a ``ConfigError`` naming the flag if it is not
+    a finite number."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
+        raise ConfigError(f"--{axis} takes numbers in an ablation, not {value!r}")
+    return number
 
 
 def run_ablation(base: SEPOArgs, axis: str, values: list[str], log=print) -> pd.DataFrame:
@@ -116,22 +137,32 @@ def last_checkpoint_markdown(axis: str, table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+PANELS = (
+    ("safety_j", "Safety J (higher is safer)"),
+    ("pay", "Pay vs the training pool"),
+    ("exploit", "Exploit (lower is safer)"),
+    ("exact_exploitability", "Exact exploitability (lower is safer)"),
+)
+
+
 def _plot(path: Path, axis: str, table: pd.DataFrame) -> None:
+    """One panel per metric the table holds (``PANELS``), one line per arm, ± one stderr."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharex=True)
+    panels = [(m, title) for m, title in PANELS if m in table]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), sharex=True)
     for value, arm in table.groupby(axis, sort=False):
-        for ax, metric in zip(axes, ("safety_j", "exploit"), strict=True):
+        for ax, (metric, _) in zip(axes, panels, strict=True):
+            error = arm[f"{metric}_se"] if f"{metric}_se" in arm else None
             ax.errorbar(
-                arm["step"], arm[metric], yerr=arm[f"{metric}_se"], marker="o", capsize=3,
+                arm["step"], arm[metric], yerr=error, marker="o", capsize=3,
                 label=f"{axis}={value}",
             )  # fmt: skip
-    for ax, title in zip(axes, ("Safety J (higher is safer)", "Exploit (lower is safer)"),
-                         strict=True):  # fmt: skip
-        ax.set_title(title)
+    for ax, (_, title) in zip(axes, panels, strict=True):
+        ax.set_title(title, fontsize=10)
         ax.set_xlabel("step")
     axes[0].legend()
     fig.tight_layout()

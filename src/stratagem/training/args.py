@@ -19,11 +19,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from stratagem.backends.embedded import EMBEDDED
 from stratagem.errors import ConfigError
-from stratagem.settings import field_docs, opt  # noqa: F401 (field_docs: the trainers' docs)
+from stratagem.settings import (  # noqa: F401 (field_docs: the trainers' docs)
+    NonNegativeFloat,
+    OutFolder,
+    PositiveFloat,
+    field_docs,
+    normal_path,
+    normal_paths,
+    opt,
+)
 
 
 @dataclass
@@ -54,7 +64,7 @@ class PolicyArgs(ModelArgs):
 class RunArgs:
     """Where a run writes, what seeds it, how many checkpoints it keeps."""
 
-    out: Path = Path("runs")
+    out: OutFolder = Path("runs")
     """The run folder."""
     seed: int = 42
     """Seeds every episode, the sampling, the LoRA initialisation and the evaluation."""
@@ -78,13 +88,13 @@ class UpdateArgs:
     """The PPO/GRPO update step: clipped surrogate plus one-sided KL, ``epochs`` optimiser steps
     per batch of rollouts."""
 
-    learning_rate: float | None = None
+    learning_rate: PositiveFloat | None = None
     """AdamW learning rate (None: the trainer's default)."""
-    kl: float | None = None
+    kl: NonNegativeFloat | None = None
     """β of the one-sided KL against the starting policy (None: the trainer's default)."""
-    clip: float = 0.2
+    clip: PositiveFloat = 0.2
     """PPO clip ε."""
-    grad_clip: float = 1.0
+    grad_clip: PositiveFloat = 1.0
     """Max gradient norm."""
     epochs: int = 1
     """Optimiser steps per batch of rollouts (the PPO ratio moves from the second on)."""
@@ -96,7 +106,7 @@ class UpdateArgs:
     ref_refresh_every: int = 0
     """Refresh the KL reference to the current policy every k steps (0: never, the reference
     stays the starting policy; the paper's Table 17: 5)."""
-    ref_refresh_kl: float | None = None
+    ref_refresh_kl: NonNegativeFloat | None = None
     """Also refresh it after a step whose last epoch's KL (the loss's weighted one-sided KL)
     exceeds this (None: never; Table 17: 0.5)."""
     gradient_checkpointing: bool = False
@@ -137,12 +147,13 @@ class GRPOArgs(UpdateArgs, SamplingArgs, RunArgs, PolicyArgs):
     def fingerprint(self) -> dict[str, Any]:
         """Returns the arguments that identify a run, as JSON values: ``steps``,
         ``save_total_limit`` and ``threads`` are left out, so a run can be resumed with more
-        steps, another disk policy or thread count."""
+        steps, another disk policy or thread count; paths are resolved (``normal_path``), so a
+        folder named another way (relative, absolute, a link) is the same run."""
         d = asdict(self)
         d.pop("steps")  # a resumed run may be extended
         d.pop("save_total_limit")  # disk policy, not training
         d.pop("threads")  # speed only: results are the same for any thread count
-        d["out"] = str(d["out"])
+        d.update(resolved_paths(self))
         for key, default in LATER_OPTIONS.items():
             if d.get(key) == default:
                 d.pop(key)
@@ -153,11 +164,11 @@ class GRPOArgs(UpdateArgs, SamplingArgs, RunArgs, PolicyArgs):
 class TRLArgs:
     """One SFT job run by TRL's ``SFTTrainer`` (cosine schedule with warm-up)."""
 
-    learning_rate: float = 2e-5
+    learning_rate: PositiveFloat = 2e-5
     """Peak learning rate (cosine schedule)."""
-    epochs: float = 3.0
+    epochs: PositiveFloat = 3.0
     """Passes over the training chats."""
-    warmup_ratio: float = 0.05
+    warmup_ratio: Annotated[float, Field(ge=0, lt=1)] = 0.05
     """Share of the steps spent warming the cosine schedule up."""
     batch_size: int = 8
     """Chats per device step."""
@@ -165,6 +176,20 @@ class TRLArgs:
     """Steps of gradient accumulation per optimiser step."""
     max_length: int = 2048
     """Tokens per chat at most (longer chats are cut at the end)."""
+
+
+def resolved_paths(args: object) -> dict[str, Any]:
+    """The path settings of ``args`` resolved for a fingerprint: ``out``, each ``adapter`` and
+    every other ``Path`` field (or list of them)."""
+    out: dict[str, Any] = {}
+    for name, value in vars(args).items():
+        if isinstance(value, Path):
+            out[name] = normal_path(value)
+        elif isinstance(value, list) and value and all(isinstance(v, Path) for v in value):
+            out[name] = [normal_path(v) for v in value]
+    if isinstance(getattr(args, "adapter", None), str):
+        out["adapter"] = normal_paths(args.adapter)  # type: ignore[attr-defined]
+    return out
 
 
 def require_at_least(args: object, minimums: Iterable[tuple[str, float]], why: str = "") -> None:

@@ -91,6 +91,7 @@ from stratagem.games.bargaining import BUYER, SELLER
 from stratagem.metrics.bargaining import ROLES
 from stratagem.play import play
 from stratagem.seeding import derive
+from stratagem.settings import NonNegativeFloat, OutFolder, PositiveFloat
 from stratagem.strategies import get_strategy
 from stratagem.trace import Trace
 from stratagem.training.advantages import step_advantages
@@ -127,7 +128,7 @@ class BargainingArgs(GRPOArgs):
     """Hyperparameters of ``stratagem train bargaining`` (defaults: seed 004 Table 13 where
     legible, SPEC §6 otherwise)."""
 
-    out: Path = Path("runs/bargaining")
+    out: OutFolder = Path("runs/bargaining")
     """The run folder: checkpoints, best.json, stages.md, curve.png."""
     scenarios: int = 8
     """Scenarios per step; each is played in both roles, so a step has 2 × scenarios groups."""
@@ -143,9 +144,9 @@ class BargainingArgs(GRPOArgs):
     with reward 0 and loss weight 0. Default: the model's context length."""
     scale: Literal["group", "step"] = "group"
     """Advantage scale: each group's own std (Eq. 7), or one std pooled over the step."""
-    kl: float = 0.05
+    kl: NonNegativeFloat = 0.05
     """β of the one-sided KL against the starting policy."""
-    learning_rate: float = 1e-5
+    learning_rate: PositiveFloat = 1e-5
     """AdamW learning rate."""
     max_rounds: int = 10
     """The negotiation's round limit (a round is one turn)."""

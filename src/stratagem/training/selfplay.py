@@ -69,6 +69,7 @@ from stratagem.games.dond import DEFAULT_MAX_TURNS
 from stratagem.metrics.dond import complete
 from stratagem.play import EpisodeSpec
 from stratagem.seeding import derive
+from stratagem.settings import OutFolder, PositiveFloat, normal_path, normal_paths
 from stratagem.trace import Trace
 from stratagem.training.args import (
     PolicyArgs,
@@ -101,7 +102,7 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
     """Hyperparameters of ``stratagem train selfplay`` (defaults: seed 002 §3 where it gives
     them)."""
 
-    out: Path = Path("runs/selfplay")
+    out: OutFolder = Path("runs/selfplay")
     """The run folder: checkpoints, traces per iteration, best.json, curves.png, iterations.md."""
     lam: float = 0.0
     """λ of the objective R_i + λ·R_j: 0 semi-competitive, 1 cooperative, -1 zero-sum."""
@@ -127,9 +128,9 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
     """Generated tokens per answer at most."""
     max_live: int = 64
     """Games in flight, hence the most turns one batched generation holds."""
-    learning_rate: float = 1e-4
+    learning_rate: PositiveFloat = 1e-4
     """Peak learning rate of each iteration's SFT (cosine schedule)."""
-    epochs: float = 3.0
+    epochs: PositiveFloat = 3.0
     """Passes over an iteration's kept chats (seed 002: 3)."""
     contexts: Path | None = None
     """A context file in the original DoND format (a line per seat's view: count value count
@@ -179,12 +180,14 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
     def fingerprint(self) -> dict[str, Any]:
         """The settings that identify a run, as JSON values: ``iterations`` and ``patience`` are
         left out (a run may be extended), as are ``max_live`` and ``save_total_limit`` (batching
-        and disk policy, not results)."""
+        and disk policy, not results); a context file is named by its path and content hash."""
         d = asdict(self)
         for runtime in ("iterations", "patience", "max_live", "save_total_limit"):
             d.pop(runtime)
-        d["out"] = str(d["out"])
+        d["out"], d["adapter"] = normal_path(self.out), normal_paths(self.adapter)
         d["contexts"] = None if self.contexts is None else str(self.contexts)
+        if self.contexts is not None:  # the file's content names the run, not only its path
+            d["contexts_sha256"] = dond_game(self).params["contexts_sha256"]
         return d
 
     @property

@@ -46,7 +46,9 @@ Where this departs from the paper, on purpose:
 - each decision's token losses are averaged over its tokens, then weighted by
   ``group weight / (rollouts × rounds)``, so long answers do not outweigh short ones;
 - decisions settled by the constrained fallback still train the tokens the model generated,
-  with the advantage of the action that was played;
+  with the advantage of the action that was played; ``--format-penalty X`` subtracts X from the
+  round's reward per such decision, so a small model whose answers mostly fail to parse is not
+  trained towards whatever text happened to precede a good fallback action;
 - the KL reference stays the starting policy unless ``--ref-refresh-every 5 --ref-refresh-kl
   0.5`` asks for Table 17's refresh; gradient checkpointing is off unless
   ``--gradient-checkpointing``;
@@ -72,6 +74,7 @@ from stratagem.games import get_game
 from stratagem.metrics.sepo import SEPOGame, as_sepo_game
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
+from stratagem.settings import NonNegativeFloat, OutFolder, PositiveFloat
 from stratagem.strategies import get_pools
 from stratagem.trace import Trace
 from stratagem.training import engines
@@ -93,7 +96,7 @@ class SEPOArgs(GRPOArgs):
 
     game: str = "kuhn"
     """A SEPO game: ipd, auction, negotiation, multi_issue or kuhn."""
-    out: Path = Path("runs/sepo")
+    out: OutFolder = Path("runs/sepo")
     """The run folder: checkpoints, best.json, curve.png."""
     rollouts: int = 4
     """n rollouts per opponent; a group shares its episode seed."""
@@ -112,9 +115,14 @@ class SEPOArgs(GRPOArgs):
     """Multiplies every λ of J in the training rewards: 1 trains on J as the game declares it;
     0 trains on payoff alone (plain GRPO), the control of a SEPO run. Evaluation reports J with
     the game's own λ either way."""
-    kl: float | None = None
+    format_penalty: NonNegativeFloat = 0.0
+    """Subtracted from a round's reward (in the rewards' payoff units) for each of the policy's
+    decisions in it that named no legal action and were settled by the fallback, so answers that
+    do not parse are trained away rather than credited with the fallback's action; 0: the
+    payoff alone."""
+    kl: NonNegativeFloat | None = None
     """β of the one-sided KL; default 0.01 (the game may declare another: Kuhn 0.2)."""
-    learning_rate: float | None = None
+    learning_rate: PositiveFloat | None = None
     """AdamW learning rate; default 1e-5 (Kuhn 3e-6)."""
     temperature: float = 0.8
     """Sampling temperature of the rollouts; log-probs and KL are taken at it too."""
@@ -173,7 +181,10 @@ class SEPOArgs(GRPOArgs):
         ``save_total_limit`` are left out, so a run can be resumed with more steps or another disk
         policy.
         """
-        return GRPOArgs.fingerprint(self.resolved())
+        d = GRPOArgs.fingerprint(self.resolved())
+        if d.get("format_penalty") == 0.0:  # runs made before the option resume
+            d.pop("format_penalty")
+        return d
 
 
 # ---- rollouts ----

@@ -72,6 +72,12 @@ class RewardSettings(Protocol):
         """One std pooled over the step, or each group's own."""
         ...
 
+    @property
+    def format_penalty(self) -> float:
+        """Subtracted from a round's reward per decision of the trained seat that named no
+        legal action (settled by the fallback)."""
+        ...
+
 
 @dataclass
 class Group:
@@ -156,7 +162,22 @@ def step_groups(traces: list[Trace], game: Any, args: RewardSettings) -> list[Gr
             ps = _penalties(args.penalty, group, aux.get(name, []), game, s, args.safety)
             rewards = subtract_penalty(own, torch.tensor(ps, dtype=own.dtype))
             groups.append(Group(pool, name, group, rewards, weight, ps))
+    if args.format_penalty:
+        for g in groups:
+            unparsed = fallback_counts(g.traces, game.rounds).to(g.rewards.dtype)
+            g.rewards = g.rewards - args.format_penalty * unparsed
     return groups
+
+
+def fallback_counts(traces: list[Trace], rounds: int) -> torch.Tensor:
+    """(rollouts, rounds): the trained seat's decisions per round that the fallback settled
+    (the answer named no legal action)."""
+    counts = torch.zeros(len(traces), rounds, dtype=torch.float64)
+    for r, t in enumerate(traces):
+        for d in t.decisions:
+            if d.seat == 0 and d.status == "fallback":
+                counts[r, d.round] += 1
+    return counts
 
 
 def _penalties(

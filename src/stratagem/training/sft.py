@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from stratagem.errors import ConfigError
-from stratagem.settings import opt
+from stratagem.settings import OutFolder, PositiveFloat, opt
 from stratagem.training.args import ModelArgs, RunArgs, TRLArgs
 from stratagem.training.policy import TARGET_MODULES, model_path
 from stratagem.training.trl_config import IGNORE, refused_turns, sft_config, tokenize_chat
@@ -35,7 +35,7 @@ class SFTArgs(TRLArgs, RunArgs, ModelArgs):
     """A folder with train.jsonl and test.jsonl from ``stratagem gen-sft``."""
     games: tuple[str, ...] = ()
     """Train on these games' chats only (e.g. ipd out of multi); empty: all."""
-    out: Path = Path("runs/sft")
+    out: OutFolder = Path("runs/sft")
     """The run folder: checkpoints and the final adapter (out/adapter)."""
     lora_rank: int = opt(32, "--rank")
     """LoRA rank."""
@@ -43,7 +43,7 @@ class SFTArgs(TRLArgs, RunArgs, ModelArgs):
     """LoRA α."""
     target_modules: list[str] = field(default_factory=lambda: list(TARGET_MODULES))
     """LoRA targets: the attention projections of the language model only."""
-    learning_rate: float = 2e-5
+    learning_rate: PositiveFloat = 2e-5
     """Peak learning rate (paper: 2e-5; the CPU demo uses 2e-4)."""
     max_steps: int = -1
     """A step budget (-1: run the epochs)."""

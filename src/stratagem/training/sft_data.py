@@ -43,7 +43,7 @@ from stratagem.errors import ConfigError
 from stratagem.games import get_game
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
-from stratagem.settings import Positive, opt
+from stratagem.settings import Distinct, OutFolder, Positive, opt
 from stratagem.strategies import get_pools, get_strategy, sft_mixture
 from stratagem.trace import Trace
 from stratagem.training.reasons import reasons
@@ -66,7 +66,7 @@ class GenSFTArgs(LLMSettings):
     rule-based demonstrators (App. H sizes, counted in decisions); with --game, the dialogues of
     --agents (bargaining: the rule-based bargainers write templated Thought/Code turns)."""
 
-    out: Path = opt(Path("data/sft"), "-o")
+    out: OutFolder = opt(Path("data/sft"), "-o")
     """Output folder."""
     datasets: list[str] = opt(["multi", "kuhn", "multi_issue"])
     """The SEPO datasets to write: multi, kuhn, multi_issue."""
@@ -76,7 +76,7 @@ class GenSFTArgs(LLMSettings):
     """Instead of the SEPO datasets: chats of any game played by --agents, written to OUT/GAME."""
     params: dict[str, Any] = opt({}, "--param", "-p")
     """Game parameter KEY=VALUE (JSON value); repeatable."""
-    agents: list[str] | None = opt(None, "-a")
+    agents: Distinct | None = opt(None, "-a")
     """With --game: agents (strategy names, hf, openai:MODEL); every ordered pair plays."""
     episodes: Positive = opt(20, "-n")
     """With --game: episodes per ordered pair."""

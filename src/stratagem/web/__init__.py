@@ -5,11 +5,13 @@ browser, an agent the other.
 dedicated board per game that has one, registered by game id; the generic text board for every
 other registered game); ``episodes`` the person's episode and the model worker (the model's turn
 runs off the request path, batched); ``service`` all server-side state (sessions, live games,
-limits, storing finished games); ``security`` the session key, signed cookies, rate limits, the
-origin check and the response headers; ``storage`` the SQLite file of played games and its export
-as a run folder; ``app`` the FastAPI routes around one ``PlayService``; ``static/`` the page
-itself (HTML, CSS and one small script per board, no build step). ``stratagem serve``
-(``cli/serve.py``) starts it.
+limits, storing every game as it goes); ``security`` the session key, signed cookies, rate limits,
+the origin check and the response headers; ``records`` a stored game and the id of its
+configuration; ``storage`` the SQLite file of played games; ``export`` one configuration's games as
+a run folder; ``study`` what the operator sets (consent, participant ids, the summary's token) and
+the configuration every row records; ``app`` the FastAPI routes around one ``PlayService``;
+``static/`` the page itself (HTML, CSS and one small script per board, no build step).
+``stratagem serve`` (``cli/serve.py``) starts it.
 """
 
 from __future__ import annotations

@@ -7,19 +7,26 @@ module-level per-game or per-user state, RELIABILITY I1) to HTTP:
 ======================================  ======================================================
 ``GET /``                               the page (plain HTML, one script per board, no build)
 ``GET /api/session``                    the game, its board's script, the agent's name and
-                                        the session's live game
+                                        the session's game (in play, or the last one ended)
 ``POST /api/games``                     a new game for this session (``{"seat": 0|1}`` optional)
 ``GET /api/games/{id}``                 the person's view of the game (the page polls it)
 ``POST /api/games/{id}/turn``           the person's turn (the board's JSON body)
 ``POST /api/games/{id}/retry``          ask the model again after a backend failure
 ``POST /api/games/{id}/leave``          abandon the game (stored as abandoned)
+``GET /api/study``                      the study: consent text, participant, games, total
+``POST /api/study``                     give the participant id and/or accept the terms
+``GET /operator``                       the operator's summary page (with its token only)
+``GET /api/operator``                   the same summary as JSON
 ======================================  ======================================================
 
-Errors are one-line JSON ``{"detail": ...}``: 403 for another session's game or a cross-site
-request, 404 for an unknown game, 409 for a move while another is handled or while the model
-plays, 422 for refused input (the game unchanged), 429 with ``Retry-After`` past a rate limit, and
-a generic 500 that never carries a traceback (I9). Every response carries a strict CSP
-(``default-src 'self'``, no inline script) and the usual hardening headers (I5).
+Errors are one-line JSON ``{"detail": ...}``: 400 for a session cookie that is not ASCII (cleared),
+403 for another session's game, a cross-site request, a game started before the study's terms are
+accepted, or the operator's summary without its token; 404 for a game the server does not hold
+(``"gone": true`` and its stored ``status``, so a page left open over it says so), 409 for a move
+while another is handled or while the model plays, 422 for refused input (the game unchanged), 429
+with ``Retry-After`` past a rate limit, and a generic 500 that never carries a traceback (I9).
+Every response, an error too, carries a strict CSP (``default-src 'self'``, no inline script) and
+the usual hardening headers (I5).
 """
 
 from __future__ import annotations
@@ -28,22 +35,32 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from stratagem.web.boards import InputError
 from stratagem.web.episodes import Busy, HumanEpisode
-from stratagem.web.security import COOKIE, SecurityHeaders, same_origin, sign
-from stratagem.web.service import Forbidden, Limited, Limits, NotFound, PlayService, Session
+from stratagem.web.errors import Forbidden, Limited, NotFound
+from stratagem.web.security import (
+    COOKIE,
+    ForwardedHeaders,
+    MalformedCookie,
+    SecurityHeaders,
+    public_name,
+    same_origin,
+    sign,
+)
+from stratagem.web.service import Limits, PlayService, Session
+from stratagem.web.study import summary_page
 
 __all__ = ["Limits", "PlayService", "create_app"]
 
@@ -51,9 +68,15 @@ log = logging.getLogger("stratagem.web")
 STATIC = Path(str(resources.files("stratagem.web") / "static"))
 
 
-def create_app(service: PlayService, allowed_hosts: list[str] | None = None) -> FastAPI:
+def create_app(
+    service: PlayService,
+    allowed_hosts: list[str] | None = None,
+    trusted_proxies: Sequence[str] = (),
+) -> FastAPI:
     """Returns the FastAPI app of the play page around ``service``; with ``allowed_hosts``,
-    requests naming another host are refused (Starlette's ``TrustedHostMiddleware``)."""
+    requests naming another host are refused (Starlette's ``TrustedHostMiddleware``); requests
+    from ``trusted_proxies`` (networks, as ``security.proxy_networks`` returns them) take their
+    scheme, host and client address from the ``X-Forwarded-*`` headers (``ForwardedHeaders``)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -89,6 +112,7 @@ def create_app(service: PlayService, allowed_hosts: list[str] | None = None) -> 
     if allowed_hosts:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(ForwardedHeaders, networks=tuple(trusted_proxies))  # outermost: first
     return app
 
 
@@ -123,12 +147,12 @@ def _routes(app: FastAPI, service: PlayService) -> None:
 
     @app.get("/api/session")
     def get_session(request: Request) -> dict[str, Any]:
-        service.check_limit(f"reads-ip:{_ip(request)}", limits.reads_per_minute_ip, 60.0)
         current = session(request)
+        service.check_read(current, _ip(request))
         return {
             "game": service.game.name,
             "board": service.board.kind,
-            "agent": service.agent.name,
+            "agent": public_name(service.agent.name),
             "live": current.live if current is not None else None,
         }
 
@@ -140,18 +164,24 @@ def _routes(app: FastAPI, service: PlayService) -> None:
         human = await run_in_threadpool(service.new_game, current, _ip(request), seat)
         response = await run_in_threadpool(_state, human, 201)
         if current is None:
-            response.set_cookie(
-                COOKIE,
-                sign(service.key, human.session_id),
-                max_age=limits.cookie_seconds,
-                path="/",
-                httponly=True,
-                samesite="strict",
-                secure=request.url.scheme == "https",
-            )
+            _set_cookie(response, request, service, human.session_id)
         return response
 
     _game_routes(app, service, session)
+    _study_routes(app, service, session)
+
+
+def _set_cookie(response: Response, request: Request, service: PlayService, sid: str) -> None:
+    """Gives the browser the signed cookie of its new session ``sid``."""
+    response.set_cookie(
+        COOKIE,
+        sign(service.key, sid),
+        max_age=service.limits.cookie_seconds,
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
 
 
 def _game_routes(
@@ -169,8 +199,9 @@ def _game_routes(
 
     @app.get("/api/games/{game_id}")
     def get_game(game_id: str, request: Request) -> JSONResponse:
-        service.check_limit(f"reads-ip:{_ip(request)}", limits.reads_per_minute_ip, 60.0)
-        return _state(service.game_of(session(request), game_id))
+        current = session(request)
+        service.check_read(current, _ip(request))
+        return _state(service.game_of(current, game_id))
 
     @app.post("/api/games/{game_id}/turn")
     async def turn(game_id: str, request: Request) -> JSONResponse:
@@ -193,6 +224,51 @@ def _game_routes(
         human = service.game_of(session(request), game_id)
         service.close(human, "abandoned")
         return _state(human)
+
+
+def _study_routes(
+    app: FastAPI, service: PlayService, session: Callable[[Request], Session | None]
+) -> None:
+    """The study's routes: the participant's state, joining, and the operator's summary."""
+    limits = service.limits
+
+    @app.get("/api/study")
+    def get_study(request: Request) -> dict[str, Any]:
+        service.check_limit(f"reads-ip:{_ip(request)}", limits.reads_per_minute_ip, 60.0)
+        return service.study_state(session(request))
+
+    @app.post("/api/study")
+    async def join(request: Request) -> JSONResponse:
+        _check_origin(request)
+        body = await _body(request, limits.max_body_bytes)
+        if not isinstance(body, dict) or not set(body) <= {"participant", "consent"}:
+            raise InputError('send {"participant": ID, "consent": true or false}')
+        consent = body.get("consent", False)
+        if type(consent) is not bool:
+            raise InputError("consent: true or false")
+        current = session(request)
+        joined = service.join(current, _ip(request), body.get("participant"), consent)
+        response = JSONResponse(await run_in_threadpool(service.study_state, joined))
+        if current is None:
+            _set_cookie(response, request, service, joined.id)
+        return response
+
+    def operator(request: Request) -> list[dict[str, Any]]:
+        service.check_limit(f"reads-ip:{_ip(request)}", limits.reads_per_minute_ip, 60.0)
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        presented = token if scheme.lower() == "bearer" else request.query_params.get("token")
+        if not service.study.authorised(presented):
+            raise Forbidden("the operator's summary needs its token")
+        return service.store.summary()
+
+    @app.get("/api/operator")
+    def operator_json(request: Request) -> list[dict[str, Any]]:
+        return operator(request)
+
+    @app.get("/operator", include_in_schema=False)
+    def operator_page(request: Request) -> HTMLResponse:
+        page = summary_page(operator(request))
+        return HTMLResponse(page, headers={"Cache-Control": "no-store"})
 
 
 def _seat(body: Any) -> int | None:
@@ -246,17 +322,21 @@ def _errors(app: FastAPI) -> None:
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> JSONResponse:
-        return detail(404, str(exc))
+        body = {"detail": str(exc), "gone": True, "status": exc.status}
+        return JSONResponse(body, status_code=404)
 
     @app.exception_handler(Limited)
     async def limited(request: Request, exc: Limited) -> JSONResponse:
         return detail(429, str(exc), {"Retry-After": str(exc.retry_after)})
 
+    @app.exception_handler(MalformedCookie)
+    async def malformed_cookie(request: Request, exc: MalformedCookie) -> JSONResponse:
+        response = detail(400, str(exc))
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        return response
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return detail(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
 
-    @app.exception_handler(Exception)
-    async def crashed(request: Request, exc: Exception) -> JSONResponse:
-        log.error("internal error on %s %s: %r", request.method, request.url.path, exc)
-        return detail(500, "internal error")
+    # any other exception becomes a generic 500 in ``SecurityHeaders`` (with its headers, I9)

@@ -9,7 +9,11 @@ episode is queued at most once, so at most one model call per game is in flight 
 
 A backend failure (an exception, or a decision carrying ``error``) does not end the episode as
 ``Episode`` would for a batch run: the decision is dropped, the page shows "model unavailable,
-retry", and ``retry`` queues the same observation again (I10).
+retry", and ``retry`` queues the same observation again (I10). So does a model turn that runs past
+``model_timeout`` seconds, whatever the backend (its corrections included): the worker's watchdog
+fails it, and an answer that comes later is dropped. Model calls stay one at a time (one backend,
+one call: a local model is never asked twice at once), so a retry is served once the late call has
+returned.
 
 Two locks per episode: ``gate`` admits one submission at a time (a second one at the same moment
 gets 409 at once), ``lock`` guards the episode itself and is held only briefly, never across a
@@ -58,6 +62,9 @@ class HumanEpisode:
     failure: str | None = None  # the last backend failure, until a retry
     closed: bool = False  # stored (finished or abandoned): nothing changes any more
     version: int = 0  # bumped on every change; the page polls it
+    model_timeout: float | None = None  # seconds the model may take for one turn (None: no limit)
+    asked_at: float | None = None  # time.monotonic() when the model's turn began
+    late: bool = False  # the failure is a turn past ``model_timeout``
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     gate: threading.Lock = field(default_factory=threading.Lock, repr=False)
     rules: dict[Seat, str] = field(default_factory=dict, repr=False)  # each seat's system turn
@@ -109,8 +116,11 @@ class HumanEpisode:
             return False
         if self.waiting(self.model_seat) is None:
             self.waiting(self.human_seat)  # records the person's rules on their first turn
+            self.asked_at = None
             return False
         self.thinking = True
+        if self.asked_at is None:  # a correction goes on with the same turn and deadline
+            self.asked_at = time.monotonic()
         return True
 
     def submit(self, payload: Any) -> bool:
@@ -153,7 +163,7 @@ class HumanEpisode:
         """Returns the observation the model must answer, or None when there is none any more
         (the episode was abandoned)."""
         with self.lock:
-            if self.closed or self.done:
+            if self.closed or self.done or self.failure is not None:
                 self.thinking = False
                 return None
             return self.waiting(self.model_seat)
@@ -161,8 +171,11 @@ class HumanEpisode:
     def model_answered(self, obs: Observation, decision: Decision) -> bool:
         """Submits the model's decision at ``obs``; returns whether the model must answer again
         (a correction, or its next turn right away). A decision carrying an error is a backend
-        failure: nothing is submitted."""
+        failure: nothing is submitted; nor is an answer that came after its turn failed (past
+        its deadline) and before a retry."""
         with self.lock:
+            if self.failure is not None:
+                return False
             self.thinking = False
             if self.closed or self.done or self.waiting(self.model_seat) is not obs:
                 return False
@@ -177,14 +190,36 @@ class HumanEpisode:
             return self.advance()
 
     def model_failed(self, reason: str) -> None:
-        """Records a backend failure: the page offers a retry."""
+        """Records a backend failure: the page offers a retry (a turn that failed already,
+        past its deadline, keeps that failure)."""
         with self.lock:
+            if self.failure is not None:
+                return
             self.thinking = False
             self._fail(reason)
 
-    def _fail(self, reason: str) -> None:
+    def expire(self, now: float) -> bool:
+        """Fails the model's turn when it has run past ``model_timeout`` (the page offers a
+        retry); returns whether it did. Takes the lock."""
+        with self.lock:
+            if (
+                self.model_timeout is None
+                or self.asked_at is None
+                or not self.thinking
+                or self.closed
+                or self.done
+                or now - self.asked_at <= self.model_timeout
+            ):
+                return False
+            self.thinking = False
+            self._fail(f"no answer within {self.model_timeout:g} s", late=True)
+            return True
+
+    def _fail(self, reason: str, late: bool = False) -> None:
         log.warning("game %s: model unavailable: %s", self.game_id[:8], reason)
         self.failure = reason
+        self.late = late
+        self.asked_at = None
         self.version += 1
 
     def abandon(self) -> None:
@@ -200,11 +235,12 @@ class HumanEpisode:
             return self.screen()
 
     def screen(self) -> dict[str, Any]:
-        """Returns the page's JSON: the status flags, the board's public view, the legal
-        actions when it is the person's turn, and the outcome once over. Call with ``lock``
-        held."""
+        """Returns the page's JSON: the status flags (with the seconds the model has been on its
+        turn, and its limit), the board's public view, the legal actions when it is the person's
+        turn, and the outcome once over. Call with ``lock`` held."""
         obs = None if self.done else self.waiting(self.human_seat)
         over = self.done
+        thinking_for = time.monotonic() - self.asked_at if self.thinking and self.asked_at else 0
         return {
             "game_id": self.game_id,
             "game": self.game.name,
@@ -212,7 +248,10 @@ class HumanEpisode:
             "seat": self.human_seat,
             "your_turn": obs is not None and not self.closed,
             "thinking": self.thinking,
+            "thinking_seconds": round(thinking_for, 1),
+            "model_timeout": self.model_timeout,
             "model_unavailable": self.failure is not None,
+            "model_late": self.failure is not None and self.late,
             "over": over,
             "abandoned": self.episode.error is not None,
             "legal": list(obs.legal) if obs is not None else [],
@@ -227,39 +266,66 @@ class HumanEpisode:
 
 class ModelWorker:
     """One thread that makes the model's decisions: each pass takes every queued episode (up to
-    ``max_batch``) and asks the agent once for all of them."""
+    ``max_batch``) and asks the agent once for all of them; a second one, the watchdog, fails
+    every model turn past its episode's ``model_timeout`` (checked each ``tick`` seconds)."""
 
     def __init__(
         self,
         agent: Agent,
         on_change: Callable[[HumanEpisode], None],
         max_batch: int = 64,
+        tick: float = 0.25,
     ):
-        """Starts the thread; ``on_change`` runs (outside the episode lock) after each model
-        decision is applied, e.g. to store an episode that just finished."""
+        """Starts the threads; ``on_change`` runs (outside the episode lock) after each model
+        decision is applied or turn failed, e.g. to store an episode that just finished."""
         self.agent = agent
         self.on_change = on_change
         self.max_batch = max_batch
+        self.tick = tick
         self.calls = 0  # agent.act calls made
         self._queue: list[HumanEpisode] = []
+        self._watched: dict[str, HumanEpisode] = {}  # by game id: episodes whose model is asked
         self._cond = threading.Condition()
         self._stopped = False
+        self._halt = threading.Event()
         self._thread = threading.Thread(target=self._run, name="stratagem-model", daemon=True)
         self._thread.start()
+        self._watchdog = threading.Thread(
+            target=self._watch, name="stratagem-deadline", daemon=True
+        )
+        self._watchdog.start()
 
     def request(self, human: HumanEpisode) -> None:
         """Queues ``human`` for a model decision (once, however often it is asked)."""
         with self._cond:
+            self._watched[human.game_id] = human
             if human not in self._queue:
                 self._queue.append(human)
                 self._cond.notify()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stops the thread after the call in progress."""
+        """Stops the threads after the call in progress."""
         with self._cond:
             self._stopped = True
             self._cond.notify()
+        self._halt.set()
         self._thread.join(timeout)
+        self._watchdog.join(timeout)
+
+    def _watch(self) -> None:
+        while not self._halt.wait(self.tick):
+            with self._cond:
+                watched = list(self._watched.values())
+            now = time.monotonic()
+            for human in watched:
+                try:
+                    if human.expire(now):
+                        self.on_change(human)
+                except Exception:  # never let the watchdog die
+                    log.exception("checking the deadline of a model turn failed")
+            with self._cond:  # forget what no longer waits for the model (request adds it back)
+                for game_id in [g for g, h in self._watched.items() if not h.thinking]:
+                    del self._watched[game_id]
 
     def _run(self) -> None:
         while True:

@@ -1,17 +1,22 @@
-"""What keeps the play page safe to expose: the session key, signed session cookies, rate limits
-and the same-origin check (RELIABILITY I1, I2, I6, I7).
+"""What keeps the play page safe to expose: the session key, signed session cookies, rate limits,
+the same-origin check and the deployment behind a reverse proxy (RELIABILITY I1, I2, I6, I7, I9).
 
 - The session key comes from ``STRATAGEM_SESSION_KEY`` or from a key file beside the database,
   created on first start with 0600 permissions; there is no key in the source (I2).
 - A session cookie is ``<session id>.<HMAC-SHA256 of the id>``: a tampered cookie fails the
-  check and the browser gets a new session, never someone else's (I1). Cookies are ``HttpOnly``,
-  ``SameSite=Strict`` and ``Secure`` over https (I6).
+  check and the browser gets a new session, never someone else's (I1); a cookie that is not ASCII
+  is refused with 400 (``MalformedCookie``). Cookies are ``HttpOnly``, ``SameSite=Strict`` and
+  ``Secure`` over https (I6).
 - Rate limits are sliding windows per key (a session, an IP): a request over the limit gets 429
   with the seconds after which it would pass (I7).
 - A state-changing request must carry an ``Origin`` (or, failing that, a ``Referer``) of the page's
   own origin; anything else is refused with 403 (I6).
 - Every response carries a strict CSP (``default-src 'self'``, no inline script) and the usual
-  hardening headers, and the API's ``no-store`` (``SecurityHeaders``, I5).
+  hardening headers, and the API's ``no-store`` (``SecurityHeaders``, I5): a server error too, as a
+  generic 500 that never carries a traceback (I9).
+- Behind a reverse proxy, ``X-Forwarded-Proto``, ``-Host`` and ``-For`` are believed only from the
+  proxy addresses named (``--trusted-proxy``, ``ForwardedHeaders``); from any other peer they are
+  dropped, so a spoofed ``X-Forwarded-For`` never picks another rate-limit bucket.
 """
 
 from __future__ import annotations
@@ -21,13 +26,17 @@ import collections
 import hashlib
 import hmac
 import ipaddress
+import json
+import logging
 import math
 import os
+import re
 import secrets
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from starlette.datastructures import MutableHeaders
@@ -35,6 +44,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from stratagem.errors import ConfigError
 
+log = logging.getLogger("stratagem.web")
 KEY_ENV = "STRATAGEM_SESSION_KEY"
 MIN_KEY_CHARS = 32
 COOKIE = "stratagem_session"
@@ -88,8 +98,19 @@ def sign(key: bytes, session_id: str) -> str:
     return f"{session_id}.{base64.urlsafe_b64encode(mac).decode().rstrip('=')}"
 
 
+class MalformedCookie(ValueError):
+    """HTTP 400: the session cookie holds a byte that is not ASCII (no cookie this server sets
+    does); the response clears it, so the next request starts afresh."""
+
+
 def unsign(key: bytes, value: str | None) -> str | None:
-    """Returns the session id a cookie value carries, or None when it is missing or tampered."""
+    """Returns the session id a cookie value carries, or None when it is missing or tampered.
+
+    Raises:
+        MalformedCookie: the value holds a character that is not ASCII.
+    """
+    if value and not value.isascii():
+        raise MalformedCookie("the session cookie is malformed; it was cleared: reload the page")
     if not value or value.count(".") != 1 or len(value) > 200:
         return None
     session_id = value.split(".", 1)[0]
@@ -152,7 +173,9 @@ SECURITY_HEADERS = (
 
 class SecurityHeaders:
     """ASGI middleware: the CSP and hardening headers on every response, ``no-store`` on the
-    API's."""
+    API's. An exception that reaches it before the response started becomes a generic 500 (with
+    the headers, never a traceback): Starlette's own error response would be sent outside this
+    middleware, without them."""
 
     def __init__(self, app: ASGIApp):
         """Wraps ``app``."""
@@ -164,9 +187,12 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
         api = scope["path"].startswith("/api/")
+        started = False
 
         async def send_with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 headers = MutableHeaders(scope=message)
                 for name, value in SECURITY_HEADERS:
                     headers[name] = value
@@ -174,7 +200,24 @@ class SecurityHeaders:
                     headers["cache-control"] = "no-store"
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception as exc:
+            if started:  # too late for another response: the server closes the connection
+                raise
+            log.error("internal error on %s %s: %r", scope.get("method"), scope["path"], exc)
+            body = json.dumps({"detail": "internal error"}).encode()
+            await send_with_headers(
+                {
+                    "type": "http.response.start",
+                    "status": 500,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
+            await send_with_headers({"type": "http.response.body", "body": body})
 
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
@@ -201,3 +244,126 @@ def trusted_hosts(host: str, allowed: list[str]) -> list[str]:
             )
         return list(allowed)
     return [host, *allowed]
+
+
+def proxy_networks(values: Sequence[str]) -> tuple[str, ...]:
+    """Returns the ``--trusted-proxy`` values as networks (``10.0.0.2`` becomes
+    ``10.0.0.2/32``).
+
+    Raises:
+        ConfigError: a value is neither an IP address nor a network such as ``10.0.0.0/24``.
+    """
+    networks = []
+    for value in values:
+        try:
+            networks.append(str(ipaddress.ip_network(value.strip(), strict=False)))
+        except ValueError:
+            raise ConfigError(
+                f"--trusted-proxy {value!r}: not an IP address or network (e.g. 10.0.0.2 or "
+                "10.0.0.0/24)"
+            ) from None
+    return tuple(networks)
+
+
+_FORWARDED = (b"x-forwarded-proto", b"x-forwarded-host", b"x-forwarded-for")
+_HOST = re.compile(r"[A-Za-z0-9.\-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
+
+
+class ForwardedHeaders:
+    """ASGI middleware for a deployment behind reverse proxies: a request whose peer address is
+    in ``networks`` takes its scheme from ``X-Forwarded-Proto``, its ``Host`` from
+    ``X-Forwarded-Host`` and its client address from ``X-Forwarded-For`` (the nearest address
+    that is not a trusted proxy); from every other peer these headers are dropped unread. The
+    last value of each header counts: the one the trusted proxy itself wrote."""
+
+    def __init__(self, app: ASGIApp, networks: Sequence[str]):
+        """Wraps ``app``; ``networks`` as ``proxy_networks`` returns them (empty: trust none)."""
+        self.app = app
+        self.networks = [ipaddress.ip_network(n, strict=False) for n in networks]
+
+    def trusted(self, address: str) -> bool:
+        """Whether ``address`` is one of the trusted proxies."""
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        return any(ip in network for network in self.networks)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Rewrites the scope of a request from a trusted proxy; strips the headers always."""
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        found: dict[bytes, list[str]] = {}
+        headers = []
+        for name, value in scope["headers"]:
+            if name in _FORWARDED:
+                values = value.decode("latin-1").split(",")
+                found.setdefault(name, []).extend(v.strip() for v in values if v.strip())
+            else:
+                headers.append((name, value))
+        scope = dict(scope, headers=headers)
+        client = scope.get("client")
+        if found and client and self.trusted(client[0]):
+            self._apply(scope, found)
+        await self.app(scope, receive, send)
+
+    def _apply(self, scope: Scope, found: dict[bytes, list[str]]) -> None:
+        proto = (found.get(b"x-forwarded-proto") or [""])[-1].lower()
+        if proto in ("http", "https"):
+            if scope["type"] == "websocket":
+                scope["scheme"] = "wss" if proto == "https" else "ws"
+            else:
+                scope["scheme"] = proto
+        host = (found.get(b"x-forwarded-host") or [""])[-1]
+        if _HOST.fullmatch(host):
+            headers = [(n, v) for n, v in scope["headers"] if n != b"host"]
+            scope["headers"] = [*headers, (b"host", host.encode("latin-1"))]
+        # each proxy appends the address it got the request from: walking back past the trusted
+        # proxies, the first other address is the client (what lies beyond it may be spoofed)
+        for address in reversed(found.get(b"x-forwarded-for", [])):
+            if not self.trusted(address):
+                scope["client"] = (address, 0)
+                break
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Where the page listens and who may reach it: ``hosts`` for ``TrustedHostMiddleware``,
+    ``proxies`` for ``ForwardedHeaders`` and ``url``, an address that answers."""
+
+    hosts: list[str]
+    proxies: tuple[str, ...]
+    url: str
+
+
+def deployment(host: str, port: int, allowed: list[str], proxies: Sequence[str]) -> Deployment:
+    """Returns the page's deployment; ``url`` names the first ``--allowed-host`` when ``host`` is
+    a wildcard address (a request naming 0.0.0.0 itself is refused), else ``host``.
+
+    Raises:
+        ConfigError: a wildcard address without ``--allowed-host``, or a ``--trusted-proxy``
+            that is not an address or network.
+    """
+    hosts = trusted_hosts(host, allowed)
+    networks = proxy_networks(proxies)
+    try:
+        wildcard = ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        wildcard = False
+    name = allowed[0] if wildcard else host
+    if ":" in name and not name.startswith("["):
+        name = f"[{name}]"  # an IPv6 address
+    return Deployment(hosts, networks, f"http://{name}:{port}")
+
+
+def public_name(agent_name: str) -> str:
+    """Returns how the page names the opponent: ``agent_name`` without an endpoint (``@URL``,
+    which may be an internal address) and with local model paths cut to their last folder."""
+    name = agent_name.split("@", 1)[0]
+    parts = re.split(r"([+,])", name)
+    for i, part in enumerate(parts):
+        prefix, _, rest = part.rpartition(":") if part.startswith("llm:") else ("", "", part)
+        if rest.startswith(("/", "~", "./", "../")):
+            parts[i] = (prefix + ":" if prefix else "") + Path(rest.rstrip("/")).name
+    return "".join(parts)

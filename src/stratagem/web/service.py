@@ -2,14 +2,18 @@
 limit, the model worker and the games database in one object (no module-level per-game or
 per-user state, RELIABILITY I1); ``app`` wires it to HTTP.
 
-A session is one browser (its signed cookie names it); each holds its games and at most one live
-game. A finished game is stored once, when it ends; an idle or left one is stored as abandoned
-(``close``); ``reap`` forgets stored games and idle sessions.
+A session is one browser (its signed cookie names it); each holds its games, at most one of them
+in play, and, in a study, its participant id and consent. Every game is a database row from its
+start: written ``live`` when it starts and after every move (``after_change``), then once more
+as ``finished`` when it ends, or ``abandoned`` when it is left or idle (``close``); ``reap``
+forgets stored games and idle sessions. A game the server no longer holds answers 404 with its
+stored status, so a page left open over it can say so.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import secrets
 import threading
@@ -21,9 +25,12 @@ from typing import Any
 from stratagem.agent import Agent
 from stratagem.game import Game
 from stratagem.web.boards import Board, board_for
-from stratagem.web.episodes import HumanEpisode, ModelWorker
+from stratagem.web.episodes import Busy, HumanEpisode, ModelWorker
+from stratagem.web.errors import Forbidden, Limited, NotFound
+from stratagem.web.records import LIVE_ERROR, GameRecord, Status, configuration_id
 from stratagem.web.security import RateLimiter, new_id, unsign
-from stratagem.web.storage import GameRecord, GameStore, Status, now_iso
+from stratagem.web.storage import GameStore, now_iso
+from stratagem.web.study import Study, agent_configuration, participant_id
 
 log = logging.getLogger("stratagem.web")
 
@@ -36,27 +43,13 @@ class Limits:
     turns_per_minute_ip: int = 120  # of one IP address, all its sessions together
     games_per_hour: int = 30  # new games of one session
     games_per_hour_ip: int = 120
-    reads_per_minute_ip: int = 1200  # state polls of one IP address
+    reads_per_minute: int = 300  # state polls of one session (the page polls 200 a minute at most)
+    reads_per_minute_ip: int = 1200  # state reads of one IP address without a session
     games_per_session: int = 200
     idle_seconds: float = 900.0  # a live game untouched this long is stored as abandoned
+    model_timeout: float | None = 120.0  # seconds the model may take for a turn; then a retry
     max_body_bytes: int = 16_384
     cookie_seconds: int = 7 * 24 * 3600
-
-
-class Forbidden(PermissionError):
-    """HTTP 403: another session's game, or a cross-site request."""
-
-
-class NotFound(LookupError):
-    """HTTP 404: no such game (never created, or forgotten after it was stored)."""
-
-
-class Limited(RuntimeError):
-    """HTTP 429: a rate limit; ``retry_after`` in whole seconds."""
-
-    def __init__(self, message: str, retry_after: int):
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 @dataclass
@@ -65,8 +58,12 @@ class Session:
 
     id: str
     games: list[str] = field(default_factory=list)
-    live: str | None = None  # the game in play, if any
+    # the game the page shows: the one in play, or the last one, ended, until another starts
+    # or it is forgotten (so a reload still shows its result)
+    live: str | None = None
     touched: float = field(default_factory=time.monotonic)
+    participant: str | None = None  # the study's participant id, once given
+    consented: bool = False  # the study's terms accepted
 
 
 class PlayService:
@@ -85,6 +82,7 @@ class PlayService:
         human_seat: int | None = None,
         max_batch: int = 64,
         clock: Callable[[], float] = time.monotonic,
+        study: Study | None = None,
     ):
         """Serves ``game`` with ``agent`` in the seat the person does not take.
 
@@ -98,6 +96,9 @@ class PlayService:
             human_seat: the person's seat when a request names none (None: drawn per game).
             max_batch: the most games one model call serves.
             clock: monotonic seconds, for idle times and rate limits (tests pass a fake one).
+            study: consent, participant ids, the operator's token and the configuration every
+                row records (``Study()`` when None: no consent screen, and the configuration
+                read from ``agent`` itself: ``study.agent_configuration`` without options).
         """
         self.game = game
         self.board: Board = board_for(game.name)
@@ -113,6 +114,15 @@ class PlayService:
         self.games: dict[str, HumanEpisode] = {}
         self._lock = threading.Lock()  # guards ``sessions`` and ``games``
         self.worker = ModelWorker(agent, self.after_change, max_batch=max_batch)
+        self.study = study or Study()
+        self.configuration = {
+            "agent": dict(self.study.configuration or agent_configuration(agent_spec, agent)),
+            "server": dict(self.study.server),
+        }
+        self.config_id = configuration_id(
+            game.name, game.version, game.params, self.configuration["agent"]
+        )
+        self._participants: dict[str, str | None] = {}  # game id -> participant id
 
     def session(self, cookie: str | None) -> Session | None:
         """Returns the session a cookie names, or None (no cookie, a tampered one, or a session
@@ -133,6 +143,9 @@ class PlayService:
                 ``games_per_session``.
         """
         limits = self.limits
+        pid, consented = (session.participant, session.consented) if session else (None, False)
+        if refusal := self.study.refusal(pid, consented):
+            raise Forbidden(refusal)
         if session is not None:
             if len(session.games) >= limits.games_per_session:
                 raise Limited(f"this session has played {limits.games_per_session} games", 3600)
@@ -156,16 +169,52 @@ class PlayService:
             human_seat=self._seat(seat),
             seed=secrets.randbits(32),
             touched=self.clock(),
+            model_timeout=limits.model_timeout,
         )
         with self._lock:
             self.games[human.game_id] = human
+            self._participants[human.game_id] = session.participant
             session.games.append(human.game_id)
             session.live = human.game_id
         with human.lock:
             ask = human.advance()
+        self.after_change(human)  # the game's row exists before the model is asked
         if ask:
             self.worker.request(human)
         return human
+
+    def join(self, session: Session | None, ip: str, participant: Any, consent: bool) -> Session:
+        """Records a person's participant id (None keeps the one given) and their consent in
+        their session (a new session when None).
+
+        Raises:
+            InputError: a malformed participant id.
+            Busy: a new participant id while the session has a game in play.
+            Limited: the address started too many sessions lately.
+        """
+        pid = None if participant is None else participant_id(participant)
+        if session is None:
+            self.check_limit(f"sessions-ip:{ip}", self.limits.games_per_hour_ip, 3600.0)
+        with self._lock:
+            if session is None:
+                session = Session(new_id(), touched=self.clock())
+                self.sessions[session.id] = session
+            playing = self.games.get(session.live) if session.live else None
+            if pid is not None and pid != session.participant:
+                if playing is not None and not playing.closed:
+                    raise Busy("finish or leave the game in play before changing the id")
+                session.participant = pid
+            session.consented = session.consented or consent
+        return session
+
+    def study_state(self, session: Session | None) -> dict[str, Any]:
+        """Returns what the page shows of the study for ``session`` (``Study.state``)."""
+        pid, consented = (session.participant, session.consented) if session else (None, False)
+        with self._lock:
+            current = self.games.get(session.live) if session and session.live else None
+        tally = self.store.tally(self.game.name, pid, session.games if session else [])
+        pending = current is not None and current.done and not current.closed
+        return self.study.state(pid, consented, tally, pending)
 
     def _seat(self, seat: int | None) -> int:
         if seat is not None:
@@ -182,11 +231,22 @@ class PlayService:
         with self._lock:
             human = self.games.get(game_id)
         if human is None:
-            raise NotFound("no such game")
+            stored = self.store.status(game_id) if len(game_id) <= 64 else None
+            if stored is None:
+                raise NotFound("no such game; start a new one")
+            raise NotFound(f"this game is no longer here (it is {stored}); start a new one", stored)
         if session is None or human.session_id != session.id:
             raise Forbidden("this game belongs to another session")
         human.touched = self.clock()
         return human
+
+    def check_read(self, session: Session | None, ip: str) -> None:
+        """Counts one read against its session, or against its IP address when it has none:
+        people behind one address (a school, a lab) each poll at the page's own pace."""
+        if session is not None:
+            self.check_limit(f"reads:{session.id}", self.limits.reads_per_minute, 60.0)
+        else:
+            self.check_limit(f"reads-ip:{ip}", self.limits.reads_per_minute_ip, 60.0)
 
     def check_limit(self, key: str, limit: int, window: float) -> None:
         """Counts one hit of ``key``; raises ``Limited`` past ``limit`` per ``window``."""
@@ -211,11 +271,20 @@ class PlayService:
             self.worker.request(human)
 
     def after_change(self, human: HumanEpisode) -> None:
-        """Stores a game that just finished (once). A failed write is logged, not raised: the
-        person's move stands, and the reaper writes the game again once it is idle."""
+        """Stores a game that just finished (once), or rewrites the ``live`` row of a game in
+        play. A failed write is logged, not raised: the person's move stands, the next change
+        writes the row again, and the reaper writes a finished game again once it is idle."""
         if human.done and not human.closed:
             with contextlib.suppress(Exception):
                 self.close(human, _ending(human))
+            return
+        with human.lock:
+            if human.closed or human.done:
+                return
+            try:
+                self.store.track(self._record(human, "live"))
+            except Exception:
+                log.exception("game %s: its live row could not be written", human.game_id[:8])
 
     def close(self, human: HumanEpisode, status: Status) -> bool:
         """Stores ``human`` as ``finished`` or ``abandoned`` (a live game is ended first) and
@@ -233,15 +302,16 @@ class PlayService:
                 raise
             human.closed = True
             human.version += 1
-        with self._lock:
-            session = self.sessions.get(human.session_id)
-            if session is not None and session.live == human.game_id:
-                session.live = None
         return True
 
     def _record(self, human: HumanEpisode, status: Status) -> GameRecord:
         episode = human.episode
         trace = episode.trace()
+        meta = {**trace.meta, "config_id": self.config_id}
+        if status == "live":  # not over: the row says so until the game ends
+            trace = dataclasses.replace(trace, status="error", error=LIVE_ERROR, meta=meta)
+        else:
+            trace = dataclasses.replace(trace, meta=meta)
         h, m = human.human_seat, human.model_seat
         totals = trace.totals() if status == "finished" else None
         return GameRecord(
@@ -263,6 +333,9 @@ class PlayService:
                 "chat": [message.to_dict() for message in episode.chat(m)],
             },
             trace=trace,
+            config_id=self.config_id,
+            configuration=self.configuration,
+            participant=self._participants.get(human.game_id),
         )
 
     def reap(self, now: float | None = None) -> int:
@@ -284,6 +357,10 @@ class PlayService:
             for human in stale:
                 if human.closed:
                     self.games.pop(human.game_id, None)
+                    self._participants.pop(human.game_id, None)
+            for session in self.sessions.values():
+                if session.live is not None and session.live not in self.games:
+                    session.live = None  # its game is forgotten: the page starts afresh
             for sid in [
                 s.id for s in self.sessions.values() if s.live is None and now - s.touched > idle
             ]:

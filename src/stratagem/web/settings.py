@@ -37,9 +37,14 @@ class ServeSettings(LLMSettings, GameChoice):
     port: Annotated[int, Field(ge=0, le=65535)] = 8000
     """Port to listen on."""
     db: str = DEFAULT_DB
-    """SQLite file of played games."""
+    """SQLite file of played games (one server per file; every row names its configuration)."""
     allowed_hosts: list[str] = opt([], "--allowed-host")
     """Host names people use to reach the page."""
+    trusted_proxies: list[str] = opt([], "--trusted-proxy")
+    """Address or network of a reverse proxy whose X-Forwarded-Proto/-Host/-For are believed;
+    repeatable [none: the headers are ignored]."""
+    model_timeout: Annotated[float, Field(gt=0)] = 120.0
+    """Seconds the model may take for one turn, any backend; then the page offers a retry."""
     export: str | None = None
     """Write the stored finished games of --game as a run folder, then exit."""
     turns_per_minute: Positive = 30
@@ -54,6 +59,13 @@ class ServeSettings(LLMSettings, GameChoice):
     """Games one browser session may play in all."""
     idle_minutes: Annotated[float, Field(gt=0)] = 15.0
     """Minutes after which an untouched game is stored as abandoned."""
+    # the study: consent, participants, exporting one configuration
+    consent: str | None = None
+    """Text file of consent and instructions a person must accept before their first game."""
+    participant_id: bool = False
+    """Ask each person for a participant id (the page's ?pid=ID, or a short form) first."""
+    export_config: str | None = None
+    """With --export: the configuration id (or its start) to export when --db holds several."""
 
     def limits(self) -> Any:
         """Returns the page's rate limits and bounds."""
@@ -66,4 +78,5 @@ class ServeSettings(LLMSettings, GameChoice):
             games_per_hour_ip=self.games_per_hour_ip,
             games_per_session=self.games_per_session,
             idle_seconds=self.idle_minutes * 60.0,
+            model_timeout=self.model_timeout,
         )

@@ -158,12 +158,14 @@ class Domain:
         raise NotImplementedError
 
     def judge_choices(self, scenario: Scenario) -> tuple[str, ...] | None:
-        """The closed answer set of a one-question judge, for a constrained fallback, or None
-        when the judge answers with numbers."""
+        """The closed answer set of every judge question, for a constrained fallback, or None
+        when the judge answers with numbers. A domain with choices asks questions that each
+        decide both payoffs (debate: one per order of the sides): ``parse_judgement`` of one
+        answer is that question's verdict, and the payoff is the mean over the questions."""
         return None
 
     def judgement_from_choice(self, scenario: Scenario, choice: str) -> tuple[float, float]:
-        """Both payoffs when the constrained fallback picked ``choice``."""
+        """Both payoffs when the constrained fallback picked ``choice`` for one question."""
         raise NotImplementedError
 
     def templated(self, seed: int, outcome: Outcome) -> tuple[Scenario, tuple[str, ...]]:
@@ -344,6 +346,17 @@ def get_domain(name: str, instructions: Sequence[str] | None = None) -> Domain:
     if name not in DOMAINS:
         raise UnknownNameError("dialogue domain", name, DOMAINS)
     return DOMAINS[name](instructions=tuple(instructions or ()))
+
+
+def few_shot(system: str, examples: Sequence[tuple[str, str]], question: str) -> Chat:
+    """A judge chat with worked examples (seed 003 and OpenSpiel's ``chat_games`` prompt their
+    payoff judges few-shot): the system turn, each example as a user question and the
+    assistant's answer, then ``question``. Examples are written like the real question, so the
+    judge sees the format and the rule applied before it answers."""
+    chat: Chat = [{"role": "system", "content": system}]
+    for asked, answered in examples:
+        chat += [{"role": "user", "content": asked}, {"role": "assistant", "content": answered}]
+    return [*chat, {"role": "user", "content": question}]
 
 
 def last_number(text: str) -> float | None:

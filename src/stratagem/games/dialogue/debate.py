@@ -3,9 +3,12 @@
 Public: the motion. Private to each seat: its side (seat 0's side is drawn per scenario, seat 1
 argues the other). Action: the mode of persuasion (``logos``, ``ethos``, ``pathos``, or ``any``).
 Messages are free text. No exact payoff exists: a judge reads the debate and names the winner,
-who earns +1 and the loser −1. A verdict that names neither debater is not a payoff: callers
-record it as a failure (or, when enabled, fall back to the judge's constrained choice between
-the two names, recorded as a fallback).
+who earns +1 and the loser −1. The judge is asked twice, with the sides named in both orders,
+and the payoffs are the mean (0 each when the orders disagree), so a judge that favours the
+side named first favours neither seat (the embedded model's judge named seat 0 almost always).
+A verdict that names neither debater is not a payoff: callers record it as a failure (or, when
+enabled, fall back to the judge's constrained choice between the two names, recorded as a
+fallback).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from stratagem.games.dialogue.base import (
     Domain,
     Scenario,
     Verdict,
+    few_shot,
     pick_names,
     register,
 )
@@ -68,11 +72,48 @@ class Side:
         return "for" if self.in_favour else "against"
 
 
+JUDGE_SYSTEM = "You judge debates fairly."
+# worked examples for the judge (our own): the better case wins whichever side and position it
+# has, once the side named first and once the side named second
+EXAMPLE = Scenario(
+    "debate",
+    -1,
+    ("Pat", "Kim"),
+    (Side(True), Side(False)),
+    "",
+    "Libraries should stay open all night",
+)
+_OPENING = "Hello Kim. I will argue for the motion, and I look forward to hearing your case."
+JUDGE_EXAMPLES: tuple[tuple[tuple[str, ...], tuple[int, int], str], ...] = (
+    (
+        (
+            _OPENING,
+            "Night opening costs staff and heating, and a survey in our town found that 3% of "
+            "people would use it; the same money would buy more books for everyone.",
+            "Libraries are great and everyone knows it.",
+        ),
+        (0, 1),
+        "Kim gave costs and evidence; Pat only repeated the claim.\nWINNER: Kim",
+    ),
+    (
+        (
+            _OPENING,
+            "Nobody reads at night, obviously.",
+            "Shift workers and students have no other quiet place to study after ten, and "
+            "cities that tried it report steady use.",
+        ),
+        (0, 1),
+        "Pat named who benefits and what happened elsewhere; Kim only asserted.\nWINNER: Pat",
+    ),
+)
+
+
 @register
 class Debate(Domain):
     """Debate: action = the mode of persuasion; payoff from an LLM judge (±1)."""
 
     name = "debate"
+    version = 2  # 2: the judge is asked in both orders of the sides, after worked examples
     default_instructions = ("logos", "ethos", "pathos", ANY)
     definitions = STYLES
     payoff_range = (-1.0, 1.0)
@@ -106,31 +147,46 @@ class Debate(Domain):
         return f"make a {instruction} argument" + (f" ({meaning})." if meaning else ".")
 
     def judge_chats(self, scenario: Scenario, messages: Sequence[str]) -> list[Chat]:
-        """One question: who argued more convincingly?"""
-        a, b = scenario.names
-        sides = ", ".join(
-            f"{n} argued {s.word} it" for n, s in zip(scenario.names, scenario.private, strict=True)
-        )
+        """Two questions, who argued more convincingly, one per order of the sides (seat 0's
+        first, then seat 1's), each after two worked examples (``JUDGE_EXAMPLES``): a judge
+        that favours the side named first favours each seat once."""
+        examples = [
+            (self._judge_question(EXAMPLE, ex, order), answer)
+            for ex, order, answer in JUDGE_EXAMPLES
+        ]
         return [
-            [
-                {"role": "system", "content": "You judge debates fairly."},
-                {
-                    "role": "user",
-                    "content": (
-                        f"Motion: {quote(scenario.topic)}. {sides}.\n\n"
-                        f"Debate:\n{self.transcript(scenario, messages)}\n\n"
-                        f"Who argued more convincingly, {a} or {b}? End with one line: "
-                        f"WINNER: <name>"
-                    ),
-                },
-            ]
+            few_shot(JUDGE_SYSTEM, examples, self._judge_question(scenario, messages, order))
+            for order in ((0, 1), (1, 0))
         ]
 
+    def _judge_question(
+        self, scenario: Scenario, messages: Sequence[str], order: tuple[int, int]
+    ) -> str:
+        first, second = (scenario.names[i] for i in order)
+        sides = ", ".join(
+            f"{scenario.names[i]} argued {scenario.private[i].word} it" for i in order
+        )
+        return (
+            f"Motion: {quote(scenario.topic)}. {sides}.\n\n"
+            f"Debate:\n{self.transcript(scenario, messages)}\n\n"
+            f"Who argued more convincingly, {first} or {second}? End with one line: "
+            f"WINNER: <name>"
+        )
+
     def parse_judgement(self, scenario: Scenario, answers: Sequence[str]) -> Verdict:
-        """+1 / −1 for the debater the verdict names (``WINNER: <name>``, else the one name on
-        the last line); value None when it names neither or both."""
-        answer = answers[0]
+        """The mean over the answers (one per order of the sides) of +1 / −1 for the debater
+        each names (``WINNER: <name>``, else the one name on its last line): (0, 0) when the
+        two orders disagree; value None when any answer names neither or both."""
         names = [n.lower() for n in scenario.names]
+        wins = [self._winner(answer, names) for answer in answers]
+        text = "\n---\n".join(answers)
+        if not wins or any(w is None for w in wins):
+            return Verdict(None, text, "failed")
+        pays = [self._pay(w) for w in wins if w is not None]
+        return Verdict(tuple(sum(p[s] for p in pays) / len(pays) for s in (0, 1)), text)
+
+    @staticmethod
+    def _winner(answer: str, names: list[str]) -> int | None:
         tagged = [m.group(1).lower() for m in _WINNER.finditer(answer)]
         picked = tagged[-1] if tagged and tagged[-1] in names else None
         if picked is None:
@@ -138,9 +194,7 @@ class Debate(Domain):
             last = lines[-1].lower() if lines else ""
             hits = [n for n in names if re.search(rf"\b{n}\b", last)]
             picked = hits[0] if len(hits) == 1 else None
-        if picked is None:
-            return Verdict(None, answer, "failed")
-        return Verdict(self._pay(names.index(picked)), answer)
+        return None if picked is None else names.index(picked)
 
     def judge_choices(self, scenario: Scenario) -> tuple[str, ...]:
         """The two debaters' names."""

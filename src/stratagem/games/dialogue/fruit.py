@@ -23,6 +23,7 @@ from stratagem.games.dialogue.base import (
     Outcome,
     Scenario,
     Verdict,
+    few_shot,
     is_echo,
     keyword_hits,
     last_line,
@@ -79,12 +80,51 @@ class Offer:
     receive: tuple[int, str]
 
 
+JUDGE_SYSTEM = "You score negotiations exactly."
+# worked examples for the judge (our own): a trade that pays, a refusal, and a trade that costs
+# the seat asked about; in plain words, as the judged dialogues are
+EXAMPLE = Scenario(
+    "fruit",
+    -1,
+    ("Pat", "Kim"),
+    (
+        Basket(
+            {"apple": 3, "banana": 0, "blueberry": 1, "kiwi": 2},
+            {"apple": 2, "banana": 7, "blueberry": 5, "kiwi": 3},
+        ),
+        Basket(
+            {"apple": 0, "banana": 2, "blueberry": 3, "kiwi": 1},
+            {"apple": 6, "banana": 3, "blueberry": 4, "kiwi": 9},
+        ),
+    ),
+    "",
+)
+JUDGE_EXAMPLES: tuple[tuple[tuple[str, ...], int, str], ...] = (
+    (
+        ("Hi Kim, I would give you 2 apple for 1 banana. Deal? Pat", "Yes, happy to trade! Kim"),
+        0,
+        "They traded: Pat receives 1 banana (7) and gives 2 apple (2 x 2 = 4); 7 - 4 = 3."
+        "\nVALUE: 3",
+    ),
+    (
+        ("Hi Kim, 1 kiwi for 2 blueberry? Pat", "No thanks, I will keep my blueberries. Kim"),
+        1,
+        "Kim refused, so no trade happened.\nVALUE: 0",
+    ),
+    (
+        ("Hi Kim, I give you 1 blueberry for 1 kiwi. Pat", "Deal, here is my kiwi. Kim"),
+        1,
+        "They traded: Kim receives 1 blueberry (4) and gives 1 kiwi (9); 4 - 9 = -5.\nVALUE: -5",
+    ),
+)
+
+
 @register
 class Fruit(Domain):
     """Fruit trading: action = the tone of the message."""
 
     name = "fruit"
-    version = 2  # 2: the structured line is read on the last line only, not negated
+    version = 3  # 2: the structured line on the last line only, not negated; 3: few-shot judge
     default_instructions = ("calm", "assertive", "submissive", ANY)
     definitions = TONES
     payoff_range = (-20.0, 20.0)  # the templated trades: 1–2 pieces, values 1–10
@@ -197,8 +237,19 @@ class Fruit(Domain):
         return gains[0], gains[1]
 
     def judge_chats(self, scenario: Scenario, messages: Sequence[str]) -> list[Chat]:
-        """One question per seat: what does the dialogue pay that seat?"""
+        """One question per seat, what does the dialogue pay that seat, after three worked
+        examples (``JUDGE_EXAMPLES``)."""
+        examples = [
+            (self._judge_question(EXAMPLE, ex, seat), answer) for ex, seat, answer in JUDGE_EXAMPLES
+        ]
+        return [
+            few_shot(JUDGE_SYSTEM, examples, self._judge_question(scenario, messages, seat))
+            for seat in (0, 1)
+        ]
+
+    def _judge_question(self, scenario: Scenario, messages: Sequence[str], seat: int) -> str:
         a, b = scenario.names
+        name = scenario.names[seat]
         facts = "\n".join(
             f"{n}: basket "
             + ", ".join(f"{k.counts[f]} {f}" for f in FRUITS)
@@ -206,23 +257,14 @@ class Fruit(Domain):
             + ", ".join(f"{f} {k.values[f]}" for f in FRUITS)
             for n, k in zip(scenario.names, scenario.private, strict=True)
         )
-        return [
-            [
-                {"role": "system", "content": "You score negotiations exactly."},
-                {
-                    "role": "user",
-                    "content": (
-                        f"{a} and {b} negotiated a fruit trade.\n{facts}\n\n"
-                        f"Dialogue:\n{self.transcript(scenario, messages)}\n\n"
-                        f"If both agreed to a trade their baskets can pay, {name} earns the value "
-                        f"(to {name}) of the fruit {name} receives minus that of the fruit "
-                        f"{name} gives; otherwise {name} earns 0. What does {name} earn? End "
-                        f"with one line: VALUE: <number>"
-                    ),
-                },
-            ]
-            for name in (a, b)
-        ]
+        return (
+            f"{a} and {b} negotiated a fruit trade.\n{facts}\n\n"
+            f"Dialogue:\n{self.transcript(scenario, messages)}\n\n"
+            f"If both agreed to a trade their baskets can pay, {name} earns the value "
+            f"(to {name}) of the fruit {name} receives minus that of the fruit "
+            f"{name} gives; otherwise {name} earns 0. What does {name} earn? End "
+            f"with one line: VALUE: <number>"
+        )
 
     def parse_judgement(self, scenario: Scenario, answers: Sequence[str]) -> Verdict:
         """Both numbers, or value None when either answer holds no number."""

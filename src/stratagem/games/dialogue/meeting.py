@@ -23,6 +23,7 @@ from stratagem.games.dialogue.base import (
     Outcome,
     Scenario,
     Verdict,
+    few_shot,
     is_echo,
     keyword_hits,
     last_line,
@@ -54,13 +55,53 @@ class Calendar:
         return self.values.get(day, 0) if day in self.free else 0
 
 
+JUDGE_SYSTEM = "You score negotiations exactly."
+# worked examples for the judge (our own): an agreement on a day both are free, no agreement,
+# and an agreement on a day one of them cannot make; in plain words, as the judged dialogues are
+EXAMPLE = Scenario(
+    "meeting",
+    -1,
+    ("Pat", "Kim"),
+    (
+        Calendar(("Monday", "Wednesday", "Friday"), {"Monday": 3, "Wednesday": 9, "Friday": 5}),
+        Calendar(
+            ("Wednesday", "Thursday", "Saturday"), {"Wednesday": 4, "Thursday": 8, "Saturday": 2}
+        ),
+    ),
+    "",
+)
+JUDGE_EXAMPLES: tuple[tuple[tuple[str, ...], int, str], ...] = (
+    (
+        (
+            "Hi Kim, could we meet on Wednesday? Pat",
+            "Hi Pat, Wednesday suits me. See you then! Kim",
+        ),
+        0,
+        "They agreed on Wednesday, and both are free that day. Pat's value of Wednesday is 9."
+        "\nVALUE: 9",
+    ),
+    (
+        ("Hi Kim, how about Friday? Pat", "Hi Pat, Friday is no good for me. Thursday? Kim"),
+        1,
+        "Kim turned Friday down and Pat never answered about Thursday: no day was agreed."
+        "\nVALUE: 0",
+    ),
+    (
+        ("Hi Kim, shall we meet on Monday? Pat", "Hi Pat, sure, Monday it is. Kim"),
+        1,
+        "They agreed on Monday, but Kim is not free on Monday, so the meeting cannot happen."
+        "\nVALUE: 0",
+    ),
+)
+
+
 @register
 class Meeting(Domain):
     """Meeting scheduling: action = the day to push for."""
 
     name = "meeting"
-    version = 2  # 2: the structured line is read on the last line only, not negated
-    default_instructions = ("Monday", "Thursday", ANY)
+    version = 3  # 2: the structured line on the last line only, not negated; 3: few-shot judge
+    default_instructions = (*DAYS, ANY)  # every day, as in seed 003
     definitions = {day: f"the message proposes meeting on {day}" for day in DAYS}
     payoff_range = (0.0, float(VALUE_RANGE[1]))
 
@@ -166,31 +207,31 @@ class Meeting(Domain):
         return float(a.value(day)), float(b.value(day))
 
     def judge_chats(self, scenario: Scenario, messages: Sequence[str]) -> list[Chat]:
-        """One question per seat: what does the dialogue pay that seat?"""
+        """One question per seat, what does the dialogue pay that seat, after three worked
+        examples (``JUDGE_EXAMPLES``)."""
+        examples = [
+            (self._judge_question(EXAMPLE, ex, seat), answer) for ex, seat, answer in JUDGE_EXAMPLES
+        ]
+        return [
+            few_shot(JUDGE_SYSTEM, examples, self._judge_question(scenario, messages, seat))
+            for seat in (0, 1)
+        ]
+
+    def _judge_question(self, scenario: Scenario, messages: Sequence[str], seat: int) -> str:
         a, b = scenario.names
+        name = scenario.names[seat]
         facts = "\n".join(
             f"{n} is free on {', '.join(c.free)}; day values: "
             + ", ".join(f"{d} {c.values[d]}" for d in c.free)
             for n, c in zip(scenario.names, scenario.private, strict=True)
         )
-        out = []
-        for name in (a, b):
-            out.append(
-                [
-                    {"role": "system", "content": "You score negotiations exactly."},
-                    {
-                        "role": "user",
-                        "content": (
-                            f"{a} and {b} tried to agree on a meeting day.\n{facts}\n\n"
-                            f"Dialogue:\n{self.transcript(scenario, messages)}\n\n"
-                            f"If they agreed on a day on which both are free, {name} earns "
-                            f"{name}'s value of that day; otherwise {name} earns 0. What does "
-                            f"{name} earn? End with one line: VALUE: <number>"
-                        ),
-                    },
-                ]
-            )
-        return out
+        return (
+            f"{a} and {b} tried to agree on a meeting day.\n{facts}\n\n"
+            f"Dialogue:\n{self.transcript(scenario, messages)}\n\n"
+            f"If they agreed on a day on which both are free, {name} earns "
+            f"{name}'s value of that day; otherwise {name} earns 0. What does "
+            f"{name} earn? End with one line: VALUE: <number>"
+        )
 
     def parse_judgement(self, scenario: Scenario, answers: Sequence[str]) -> Verdict:
         """Both numbers, or value None when either answer holds no number."""

@@ -20,7 +20,9 @@ before it reached the game (an ``Invalid`` from elsewhere).
 Contexts (SPEC §7): counts ≥ 1 each, 5–7 items in all; each value vector non-negative with
 ``Σ count·value = 10``; every item type valued by at least one seat; no division gives both seats
 10. All such ordered pairs are enumerated once and drawn by seed; a file in the original DoND
-context format can replace them (``contexts=PATH``), each loaded context checked.
+context format can replace them (``contexts=PATH``), each loaded context checked, lines that do
+not pair up refused; ``params`` then hold the file's SHA-256 (``contexts_sha256``), so a changed
+file is another run, and a run folder keeps a copy (``HasInputFiles``).
 
 Departures: the paper samples from the 4,186 contexts of the original release; we enumerate every
 context its criteria allow (5,793 ordered pairs) unless a file is given. An answer is read after
@@ -145,6 +147,7 @@ class Dond:
         max_turns: int = DEFAULT_MAX_TURNS,
         prompt_style: str = "chat",
         contexts: str | None = None,
+        contexts_sha256: str | None = None,
     ):
         """Builds the game; ``params`` holds the resolved values (``objective`` becomes ``lam``).
 
@@ -155,10 +158,13 @@ class Dond:
             prompt_style: ``chat`` (a user turn holds what is new) or ``single`` (the dialogue).
             contexts: None for every valid context, or the path of a context file in the
                 original DoND format (contexts failing the criteria are left out, with a warning).
+            contexts_sha256: The SHA-256 the context file must have (``params`` records it, so
+                run fingerprints and traces name the file's content, not only its path).
 
         Raises:
-            ConfigError: a bad value, a λ that contradicts ``objective``, or a context file with
-                no valid context.
+            ConfigError: a bad value, a λ that contradicts ``objective``, a context file with
+                no valid context, lines that do not pair up, or content other than
+                ``contexts_sha256``.
         """
         lam = resolve_lam(lam, objective)
         if not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1:
@@ -174,6 +180,12 @@ class Dond:
             self.contexts = all_contexts()
         else:
             loaded = load_contexts(contexts)
+            if contexts_sha256 is not None and loaded.sha256 != contexts_sha256:
+                raise ConfigError(
+                    f"dond: the context file {contexts} has changed (sha256 {loaded.sha256[:12]}, "
+                    f"recorded {contexts_sha256[:12]}); a changed file is a different run"
+                )
+            contexts_sha256 = loaded.sha256
             self.contexts, self.context_failures = loaded.contexts, loaded.failures
             if not self.contexts:
                 raise ConfigError(f"dond: no valid context in {contexts}: {loaded.failures[:3]}")
@@ -184,14 +196,22 @@ class Dond:
                     f"fail the criteria and are left out (first: {self.context_failures[0]})",
                     stacklevel=2,
                 )
-        self._params = MappingProxyType(
-            {"lam": lam, "max_turns": max_turns, "prompt_style": prompt_style, "contexts": contexts}
-        )
+        if contexts is None and contexts_sha256 is not None:
+            raise ConfigError("dond: contexts_sha256 names the content of a context file; give one")
+        params: dict[str, Any] = {"lam": lam, "max_turns": max_turns, "prompt_style": prompt_style}
+        params["contexts"] = contexts
+        if contexts is not None:  # the content, not only the path, names the run's contexts
+            params["contexts_sha256"] = contexts_sha256
+        self._params = MappingProxyType(params)
 
     @property
     def params(self) -> Mapping[str, Any]:
         """The game's parameters (JSON values); ``get_game("dond", **params)`` rebuilds it."""
         return self._params
+
+    def input_files(self) -> dict[str, str]:
+        """The context file this game read, by parameter (``game.HasInputFiles``)."""
+        return {} if self._params["contexts"] is None else {"contexts": self._params["contexts"]}
 
     @property
     def lam(self) -> float:

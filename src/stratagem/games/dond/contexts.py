@@ -9,6 +9,7 @@ context format can replace them (``load_contexts``), each loaded context checked
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ ITEMS = ("books", "hats", "balls")
 SINGULAR = ("book", "hat", "ball")
 TOTAL_VALUE = 10  # every seat's items are worth this much to it in all
 MIN_ITEMS, MAX_ITEMS = 5, 7  # items in the pool
+MAX_NUMBER = 999  # beyond, a count or value is refused without being printed
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +88,8 @@ def context_problems(ctx: Context) -> list[str]:
     """
     problems = []
     counts, (a, b) = ctx.counts, ctx.values
+    if any(abs(x) > MAX_NUMBER for x in (*counts, *a, *b)):  # the messages below print them
+        return [f"a count or value is beyond ±{MAX_NUMBER} (counts are 1-{MAX_ITEMS}, values 0-10)"]
     if min(counts) < 1 or not MIN_ITEMS <= sum(counts) <= MAX_ITEMS:
         problems.append(
             f"counts {list(counts)}: each must be at least 1, {MIN_ITEMS}-{MAX_ITEMS} in all"
@@ -123,10 +127,12 @@ def all_contexts() -> tuple[Context, ...]:
 
 @dataclass(frozen=True, slots=True)
 class LoadedContexts:
-    """The contexts of a file in the original DoND format, and those that failed, by line."""
+    """The contexts of a file in the original DoND format, those that failed (by line), and the
+    SHA-256 of the bytes read (what names the file's content in run fingerprints)."""
 
     contexts: tuple[Context, ...]
     failures: tuple[str, ...]  # "lines 3-4: reason", one per failed context
+    sha256: str = ""
 
 
 def load_contexts(path: str | Path) -> LoadedContexts:
@@ -135,12 +141,16 @@ def load_contexts(path: str | Path) -> LoadedContexts:
     Each non-empty line is one seat's view, six integers ``count value count value count value``
     (books, hats, balls); consecutive lines are the two views of one game and must show the same
     counts. A pair that is malformed or breaks a criterion is a failure (left out, reported).
+    A pair whose two views show different counts, or a last line without its pair, means the
+    pairing itself is off (a line missing or extra): every later pair would join two games, so
+    the file is refused, naming the line, instead of being read misaligned.
 
     Raises:
-        ConfigError: the file cannot be read.
+        ConfigError: the file cannot be read, or its lines do not pair up.
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"dond: cannot read the context file {path}: {exc}") from None
     lines = [(i, line.split()) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
@@ -149,8 +159,10 @@ def load_contexts(path: str | Path) -> LoadedContexts:
         pair = lines[k : k + 2]
         where = "-".join(str(i) for i, _ in pair)
         if len(pair) < 2:
-            failures.append(f"line {where}: the second view of this game is missing")
-            continue
+            raise ConfigError(
+                f"dond: {path} line {where} has no pair: the file has an odd number of lines "
+                f"({len(lines)}), so a line is missing or extra; each game is two consecutive lines"
+            )
         try:
             views = [[int(x) for x in words] for _, words in pair]
         except ValueError:
@@ -159,17 +171,23 @@ def load_contexts(path: str | Path) -> LoadedContexts:
         if any(len(v) != 6 for v in views):
             failures.append(f"lines {where}: each line needs six integers")
             continue
+        if any(abs(x) > MAX_NUMBER for v in views for x in v):  # never printed, nor compared
+            failures.append(f"lines {where}: a count or value is beyond ±{MAX_NUMBER}")
+            continue
         counts = [tuple(v[0::2]) for v in views]
         if counts[0] != counts[1]:
-            failures.append(f"lines {where}: the two views show different counts")
-            continue
+            raise ConfigError(
+                f"dond: {path} lines {where} show different counts ({list(counts[0])} and "
+                f"{list(counts[1])}): the two views of one game share its counts, so the pairing "
+                f"is off here (a line missing or extra at or before line {pair[0][0]})"
+            )
         ctx = Context(counts[0], (tuple(views[0][1::2]), tuple(views[1][1::2])))  # type: ignore[arg-type]
         problems = context_problems(ctx)
         if problems:
             failures.append(f"lines {where}: " + "; ".join(problems))
         else:
             contexts.append(ctx)
-    return LoadedContexts(tuple(contexts), tuple(failures))
+    return LoadedContexts(tuple(contexts), tuple(failures), hashlib.sha256(data).hexdigest())
 
 
 def pool_text(counts: Items) -> str:

@@ -5,7 +5,9 @@
   it unchanged);
 - ``judge``: payoffs from the LLM judge (one batched call, then a constrained fallback);
 - ``expansion``: ``expand``, breadth first over many trees at once, and ``ExpansionStats``;
-- ``instructions``: PSRO over instruction strings (``instruction_payoffs``, ``InstructionOracle``).
+- ``instructions``: PSRO over instruction strings (``instruction_payoffs``, ``InstructionOracle``);
+- ``live``: live dialogues, one sampled game at a time, with a seat steered by a policy (the
+  imitation MLP, or ``CFRSteer``), and the elected-steered meta-game played from them.
 
 Every model call goes through ``backends.cache.CachedBackend``, a persistent cache keyed by
 (model id, chat, sampling, seed), whose first answer is the message from then on, so a rerun, a

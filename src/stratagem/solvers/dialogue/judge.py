@@ -1,8 +1,9 @@
 """Payoffs of finished dialogues that their domain cannot score exactly: the LLM judge.
 
 Every dialogue waiting for a verdict is judged in one batched backend call (greedy, seeded per
-chat). Where an answer does not parse, the domain has a closed verdict set and fallback is on,
-one more call asks the backend's constrained choice between the verdicts (recorded as a
+chat; a domain may ask several questions per dialogue, each after worked examples). Where an
+answer does not parse, the domain has a closed verdict set and fallback is on, one more call asks
+the backend's constrained choice between the verdicts for each such question (recorded as a
 ``fallback``). What still does not parse is recorded as ``failed`` and has no payoff: never 0
 (a departure from OpenSpiel's ``chat_games``). A judge generation that failed (a backend error:
 ``backends.cache.failed``) is recorded as ``error``, without a payoff and without a fallback;
@@ -82,7 +83,7 @@ def judge_dialogues(
         if failed(gen):
             errors.setdefault(n, f"judge generation failed: {failure_text(gen)}")
     outcomes: dict[int, Outcome] = {}
-    retry: list[tuple[int, str]] = []
+    retry: list[int] = []
     for n, (dialogue, texts) in enumerate(zip(dialogues, answers, strict=True)):
         if n in errors:
             outcomes[n] = Outcome(None, "error", "\n---\n".join(texts), errors[n])
@@ -93,25 +94,50 @@ def judge_dialogues(
             values = (float(verdict.value[0]), float(verdict.value[1]))
             outcomes[n] = Outcome(values, "judge", text)
         elif dialogue.fallback and dialogue.domain.judge_choices(dialogue.scenario):
-            retry.append((n, text))
+            retry.append(n)
         else:
             outcomes[n] = Outcome(None, "failed", text)
     if retry:
-        options = [
-            tuple(dialogues[n].domain.judge_choices(dialogues[n].scenario) or ()) for n, _ in retry
-        ]
-        fallback_chats: list[Chat] = [
-            [
-                *dialogues[n].domain.judge_chats(dialogues[n].scenario, dialogues[n].messages)[0],
-                {"role": "assistant", "content": text},
-                {"role": "user", "content": f"Answer with one of: {', '.join(choices)}."},
-            ]
-            for (n, text), choices in zip(retry, options, strict=True)
-        ]
-        dists = backend.choice_probs(fallback_chats, options)
-        for (n, text), dist in zip(retry, dists, strict=True):
-            pick = max(dist, key=lambda c: (dist[c], -list(dist).index(c)))
-            dialogue = dialogues[n]
-            values = dialogue.domain.judgement_from_choice(dialogue.scenario, pick)
-            outcomes[n] = Outcome(values, "fallback", f"{text}\n[fallback: {pick}]")
+        outcomes |= _fall_back(backend, [(n, dialogues[n], answers[n]) for n in retry])
     return [outcomes[n] for n in range(len(dialogues))]
+
+
+def _fall_back(
+    backend: Backend, retry: Sequence[tuple[int, Dialogue, list[str]]]
+) -> dict[int, Outcome]:
+    """One constrained-choice call for every judge question whose answer did not parse (the
+    others keep their parsed verdict); each dialogue's payoff is the mean over its questions
+    (see ``Domain.judge_choices``)."""
+    asks: list[tuple[int, int, Chat, tuple[str, ...]]] = []
+    for n, dialogue, texts in retry:
+        domain, scenario = dialogue.domain, dialogue.scenario
+        choices = tuple(domain.judge_choices(scenario) or ())
+        for k, (chat, text) in enumerate(
+            zip(domain.judge_chats(scenario, dialogue.messages), texts, strict=True)
+        ):
+            if domain.parse_judgement(scenario, [text]).value is None:
+                follow_up = {
+                    "role": "user",
+                    "content": f"Answer with one of: {', '.join(choices)}.",
+                }
+                asks.append(
+                    (n, k, [*chat, {"role": "assistant", "content": text}, follow_up], choices)
+                )
+    dists = backend.choice_probs([a[2] for a in asks], [a[3] for a in asks])
+    picks: dict[tuple[int, int], str] = {}
+    for (n, k, _, _), dist in zip(asks, dists, strict=True):
+        picks[n, k] = max(dist, key=lambda c: (dist[c], -list(dist).index(c)))
+    out = {}
+    for n, dialogue, texts in retry:
+        domain, scenario = dialogue.domain, dialogue.scenario
+        pays = [
+            domain.judgement_from_choice(scenario, picks[n, k])
+            if (n, k) in picks
+            else domain.parse_judgement(scenario, [text]).value
+            for k, text in enumerate(texts)
+        ]
+        values = tuple(sum(float(p[s]) for p in pays) / len(pays) for s in (0, 1))
+        chosen = ", ".join(picks[n, k] for k in range(len(texts)) if (n, k) in picks)
+        text = "\n---\n".join(texts) + f"\n[fallback: {chosen}]"
+        out[n] = Outcome((values[0], values[1]), "fallback", text)
+    return out

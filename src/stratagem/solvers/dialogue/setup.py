@@ -92,13 +92,12 @@ def make_backend(settings: Any) -> Any:
         max_retries=settings.max_retries,
         attempt_timeout=settings.attempt_timeout,
     )
-    target = settings.ray_target()
-    if target is None:
+    if settings.ray_target() is None:
         return backend_of(settings.agent, options)
     from stratagem.backends.sharded import RayBackend
 
     factory = functools.partial(backend_of, settings.agent, options)
-    return RayBackend(factory, address=target, workers=settings.workers)
+    return RayBackend(factory, **settings.ray_options())
 
 
 def cached_backend(settings: Any) -> Any:

@@ -21,6 +21,7 @@ from stratagem.web.boards.base import (
     clean_text,
     human,
     register_board,
+    shown,
     validate,
     who,
 )
@@ -107,8 +108,9 @@ class BargainingBoard:
         }
 
     def outcome(self, episode: Episode, seat: Seat) -> dict[str, Any]:
-        """Returns whether a deal was made, its price, why the negotiation ended and the
-        person's utility (not the model's: with the price it would reveal its value)."""
+        """Returns whether a deal was made, its price, why the negotiation ended and both
+        utilities (the model's reveals its value, which matters no more once the game is
+        over)."""
         info = episode.rounds[-1].info
         accepted = info["accepted_by"]
         return {
@@ -117,6 +119,7 @@ class BargainingBoard:
             "end_reason": info["end_reason"],
             "accepted_by": None if accepted is None else who(accepted == seat),
             "your_utility": episode.rounds[-1].payoffs[seat],
+            "model_utility": episode.rounds[-1].payoffs[1 - seat],
         }
 
     def decision(self, episode: Episode, obs: Observation, payload: Any) -> Decision:
@@ -148,15 +151,17 @@ class BargainingBoard:
 
 
 def _event(e: Any, seat: Seat) -> dict[str, Any]:
-    """One public event as the page shows it (only the fields a person may see)."""
+    """One public event as the page shows it (only the fields a person may see; texts cleaned
+    like the person's)."""
     data: Mapping[str, Any] = e.data
+    text, side = data.get("content"), data.get("side_offer")
     return {
         "t": e.time,
         "who": who(e.seat == seat),
         "kind": e.kind,
         "price": data.get("price"),
         "accept": data.get("accept"),
-        "text": data.get("content"),
-        "side_offer": data.get("side_offer"),
+        "text": shown(text) if isinstance(text, str) else None,
+        "side_offer": shown(side) if isinstance(side, str) else None,
         "duration": data.get("duration"),
     }

@@ -77,6 +77,18 @@ def clean_text(text: str, what: str = "message", *, lines: bool = False) -> str:
     """
     if len(text) > MAX_MESSAGE_CHARS:
         raise InputError(f"a {what} holds at most {MAX_MESSAGE_CHARS} characters")
+    text = shown(text, lines=lines)
+    if not text:
+        raise InputError(f"the {what} is empty")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise InputError(f"a {what} holds at most {MAX_MESSAGE_CHARS} characters")
+    return text
+
+
+def shown(text: str, *, lines: bool = False) -> str:
+    """Returns ``text`` cleaned as ``clean_text`` cleans the person's input (NFKC, control and
+    bidi characters removed; line breaks become spaces unless ``lines``), with no limit: how the
+    page shows the model's words, so that an override cannot make "evil" read "live"."""
     text = unicodedata.normalize("NFKC", text)
     if lines:  # a free-form answer may need its lines (a code block); the page shows them as text
         parts = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
@@ -84,12 +96,7 @@ def clean_text(text: str, what: str = "message", *, lines: bool = False) -> str:
         text = re.sub(r"\n{3,}", "\n\n", text)
     else:
         text = _CONTROL.sub(" ", text).strip()
-    text = re.sub(r" {2,}", " ", text)
-    if not text:
-        raise InputError(f"the {what} is empty")
-    if len(text) > MAX_MESSAGE_CHARS:
-        raise InputError(f"a {what} holds at most {MAX_MESSAGE_CHARS} characters")
-    return text
+    return re.sub(r" {2,}", " ", text)
 
 
 class Strict(BaseModel):

@@ -19,6 +19,7 @@ from stratagem.web.boards.base import (
     clean_text,
     human,
     register_board,
+    shown,
     validate,
     who,
 )
@@ -55,8 +56,8 @@ class DondBoard:
 
     def public(self, episode: Episode, seat: Seat) -> dict[str, Any]:
         """Returns the counts, the person's values (never the model's), the objective, the
-        dialogue as the person sees it (the model's proposal without its counts) and which kind
-        of turn is open."""
+        dialogue as the person sees it (the model's proposal without its counts, its words
+        cleaned like the person's) and which kind of turn is open."""
         from stratagem.games.dond import ITEMS, objective_text
 
         view = cast("DondState", episode.state).view(seat)
@@ -71,7 +72,7 @@ class DondBoard:
             "max_turns": view.max_turns,
             "first": view.first,
             "dialogue": [
-                {"who": who(line.mine), "kind": str(line.kind), "text": line.text}
+                {"who": who(line.mine), "kind": str(line.kind), "text": shown(line.text)}
                 for line in view.dialogue
             ],
             "can_message": not view.must_propose,
@@ -81,7 +82,7 @@ class DondBoard:
 
     def outcome(self, episode: Episode, seat: Seat) -> dict[str, Any]:
         """Returns how the dialogue ended, both proposals (revealed now), the person's points
-        and objective score; never the model's values or points."""
+        and objective score, and the model's objective score (never its values or points)."""
         result = episode.rounds[-1]
         info = result.info
         aborted = info["aborted_by"]
@@ -92,6 +93,7 @@ class DondBoard:
             "model_proposal": info["proposals"][1 - seat],
             "your_points": info["item_scores"][seat],
             "your_score": result.payoffs[seat],
+            "model_score": result.payoffs[1 - seat],
             "aborted_by": None if aborted is None else who(aborted == seat),
         }
 

@@ -36,7 +36,26 @@
     }
     board.append(el("section", { class: "panel outcome", id: "outcome" },
       el("h2", { text: "Result" }), el("p", { id: "result-line", text: line }),
-      el("p", {}, "Your utility: ", el("span", { id: "score", class: "big", text: money(o.your_utility) }))));
+      el("p", {}, "Your utility: ", el("span", { id: "score", class: "big", text: money(o.your_utility) }),
+        " · the model's utility: ", el("span", { id: "model-score", text: money(o.model_utility) }))));
+  }
+
+  // the game ends after round max_rounds: say so on the person's last turn (as the model's
+  // prompt does on its own)
+  function lastTurn(b) {
+    if (b.round >= b.max_rounds) {
+      return "Last round: if no deal is made in this turn, the negotiation ends with no deal.";
+    }
+    if (b.round + 1 === b.max_rounds) {
+      return "This is your last turn: the model has the final round, then the negotiation ends.";
+    }
+    return null;
+  }
+
+  // what accepting ``price`` costs the person, when it is past their reservation value
+  function loss(b, price) {
+    const lost = b.role === "seller" ? b.reservation - price : price - b.reservation;
+    return lost > 0 ? lost : 0;
   }
 
   function render(state, board, actions) {
@@ -68,26 +87,40 @@
     const price = el("input", { id: "price", type: "number", min: "0.01", step: "0.01", "data-keep": true,
       placeholder: "price", disabled: !open });
     const note = () => (message.value.trim() ? { message: message.value } : {});
-    const offer = el("button", { id: "offer", type: "submit", disabled: !open }, b.listing ? "List at this price" : "Offer");
+    const offer = el("button", { id: "offer", type: "submit", "data-focus": "message", disabled: !open },
+      b.listing ? "List at this price" : "Offer");
     const form = el("form", { id: "offer-form", on: { submit: (event) => {
       event.preventDefault();
       actions.move(Object.assign({ kind: "offer", price: Number(price.value) }, note()));
     } } }, el("span", { text: "$" }), price, offer);
     const canRespond = open && !b.listing && b.their_offer !== null;
-    const buttons = el("div", { class: "row" },
+    const accept = () => actions.move(Object.assign({ kind: "accept" }, note()));
+    const buttons = el("div", { class: "row" });
+    const acceptOrAsk = () => {
+      const lost = loss(b, b.their_offer);
+      if (!lost) return accept();
+      const side = b.role === "seller" ? "below" : "above";
+      buttons.before(actions.confirm("confirm-accept", "Accepting " + money(b.their_offer) + " is " + side +
+        " your reservation value of " + money(b.reservation) + ": you would lose " + money(lost) +
+        ". Accept anyway?", "Accept anyway", accept));
+    };
+    buttons.append(
       el("button", { id: "accept", type: "button", disabled: !canRespond,
-        on: { click: () => actions.move(Object.assign({ kind: "accept" }, note())) } },
+        on: { click: () => { if (!document.getElementById("confirm-accept")) acceptOrAsk(); } } },
         b.their_offer !== null ? "Accept " + money(b.their_offer) : "Accept"),
       " ",
       el("button", { id: "reject", type: "button", class: "secondary", disabled: !canRespond,
         on: { click: () => actions.move(Object.assign({ kind: "reject" }, note())) } }, "Reject"),
       " ",
-      el("button", { id: "send", type: "button", class: "secondary", disabled: !open || b.listing,
+      el("button", { id: "send", type: "button", class: "secondary", "data-focus": "message",
+        disabled: !open || b.listing,
         on: { click: () => actions.move({ kind: "message", text: message.value }) } }, "Send message only"),
       " ",
       el("button", { id: "quit", type: "button", class: "secondary", disabled: !open || b.listing,
         on: { click: () => actions.move({ kind: "quit" }) } }, "Walk away"));
+    const warning = open ? lastTurn(b) : null;
     board.append(el("section", { class: "panel", id: "controls" },
+      warning ? el("p", { id: "last-round", class: "warning", text: warning }) : null,
       el("p", { id: "offers", text: offers.join(" ") || (b.listing ? "List the item: set your asking price." : "No open offer.") }),
       message, form, buttons));
   }

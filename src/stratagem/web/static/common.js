@@ -60,5 +60,23 @@ window.Stratagem = (function () {
     renderers[game] = renderer;
   }
 
-  return { el: el, api: api, money: money, register: register, renderers: renderers };
+  // A question asked in the page (element ``id``): ``yes`` runs on its first button (id-yes),
+  // ``no`` on Cancel (id-no); either removes the question. Never window.confirm: it blocks.
+  function confirm(id, question, yesLabel, yes, no) {
+    const box = el("div", { id: id, class: "confirm", role: "alertdialog" },
+      el("span", { id: id + "-text", text: question }), " ");
+    const answer = (run) => () => {
+      box.remove();
+      if (run) run();
+    };
+    box.append(
+      el("button", { id: id + "-yes", type: "button", on: { click: answer(yes) } }, yesLabel), " ",
+      el("button", { id: id + "-no", type: "button", class: "secondary", on: { click: answer(no) } },
+        "Cancel"));
+    return box;
+  }
+
+  return {
+    el: el, api: api, money: money, register: register, renderers: renderers, confirm: confirm,
+  };
 })();

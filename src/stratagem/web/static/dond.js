@@ -42,7 +42,8 @@
       panel.append(el("p", { text: "The model keeps " + share(o.model_proposal) + "." }));
     }
     panel.append(el("p", {}, "Your score: ", el("span", { id: "score", class: "big",
-      text: String(o.your_score) })));
+      text: String(o.your_score) }), " · the model's score: ",
+      el("span", { id: "model-score", text: String(o.model_score) })));
     board.append(panel);
   }
 
@@ -76,8 +77,8 @@
     const message = el("input", { id: "message", type: "text", maxlength: "1000", "data-keep": true,
       "data-clear": true, placeholder: "Write to the model…", autocomplete: "off",
       disabled: !open || !b.can_message });
-    const send = el("button", { id: "send", type: "submit", disabled: !open || !b.can_message },
-      "Send");
+    const send = el("button", { id: "send", type: "submit", "data-focus": "message",
+      disabled: !open || !b.can_message }, "Send");
     const messageForm = el("form", { id: "message-form", on: { submit: (event) => {
       event.preventDefault();
       actions.move({ kind: "message", text: message.value });
@@ -97,12 +98,15 @@
       actions.move({ kind: "propose", books: keep.books, hats: keep.hats, balls: keep.balls });
     } } }, el("span", { text: "I keep:" }), inputs, propose);
 
+    // the model's proposal stays hidden until the end: what it gets is what it asked for, and
+    // only if the two proposals add up to the whole pool
     const hint = b.model_proposed
-      ? "The model has submitted its proposal: now submit yours. The model gets what you leave."
+      ? "The model has submitted its proposal (hidden until the end): now submit yours. If " +
+        "the two proposals add up to the whole pool, that is the deal; otherwise no one scores."
       : "A proposal is the items you keep; the model gets the rest. Both must propose; " +
         "proposals that add up to the whole pool make a deal.";
     board.append(el("section", { class: "panel", id: "controls" },
-      messageForm, proposalForm, el("p", { class: "muted", text: hint })));
+      messageForm, proposalForm, el("p", { id: "hint", class: "muted", text: hint })));
   }
 
   S.register("dond", {

@@ -1,15 +1,23 @@
 // The page's flow: start a game, show the state, submit the person's turns, poll while the
-// model thinks, offer a retry when the model is unavailable, show the score and "play again".
+// model thinks (showing for how long), offer a retry when the model is unavailable or past its
+// time, leave a game, show the score and "play again".
 "use strict";
 
 (function () {
   const S = window.Stratagem;
   const $ = (id) => document.getElementById(id);
+  // the page's polling pace; the server's per-session read limit is sized to it
+  const POLL_THINKING_MS = 300;
+  const POLL_IDLE_MS = 20000;
   let game = null;
   let renderer = null;
   let state = null;
+  let received = 0; // when ``state`` arrived (performance.now())
   let timer = null;
+  let ticker = null;
   let busy = false;
+  let left = false; // the person left the shown game
+  let focusId = null; // the control to give the focus back to once it is enabled again
 
   function showError(message) {
     $("error").textContent = message || "";
@@ -39,21 +47,46 @@
     }
   }
 
+  // the focused control (or the box its button names in data-focus) gets the focus back after
+  // the board is drawn again: a person keeps typing after Send
+  function remember() {
+    const active = document.activeElement;
+    if (active && active.id && $("board").contains(active)) {
+      focusId = active.dataset.focus || active.id;
+    }
+  }
+
+  function refocus() {
+    const node = focusId ? $(focusId) : null;
+    if (node && !node.disabled) node.focus();
+  }
+
+  function thinkingText() {
+    const seconds = Math.floor(state.thinking_seconds + (performance.now() - received) / 1000);
+    const limit = state.model_timeout ? " (it has up to " + state.model_timeout + " s)" : "";
+    return "The model is thinking: " + seconds + " s" + limit;
+  }
+
   function banner() {
     const node = $("banner");
     node.replaceChildren();
     node.className = "";
+    clearInterval(ticker);
     if (state.over) {
-      node.textContent = state.abandoned ? "This game was abandoned." : "Game over.";
+      node.textContent = !state.abandoned ? "Game over."
+        : left ? "You left this game." : "This game was abandoned.";
     } else if (state.model_unavailable) {
       node.className = "unavailable";
+      const why = state.model_late
+        ? " The model gave no answer within " + state.model_timeout + " s." : "";
       node.append(
-        S.el("span", { text: "Model unavailable, retry. " }),
+        S.el("span", { id: "unavailable", text: "Model unavailable, retry." + why }), " ",
         S.el("button", { id: "retry", type: "button", on: { click: retry } }, "Retry"),
       );
     } else if (state.thinking && !state.your_turn) {
       node.className = "thinking";
-      node.textContent = "The model is thinking";
+      node.append(S.el("span", { id: "elapsed", text: thinkingText() }));
+      ticker = setInterval(() => { $("elapsed").textContent = thinkingText(); }, 1000);
     } else if (state.your_turn) {
       node.textContent = state.thinking ? "Your move (the model is choosing too)." : "Your turn.";
     } else {
@@ -63,18 +96,23 @@
 
   function show(next) {
     const redraw = !state || next.game_id !== state.game_id || next.version !== state.version;
+    if (state && next.game_id !== state.game_id) left = false;
     state = next;
+    received = performance.now();
     $("start").hidden = true;
     banner();
     if (redraw) {
       const kept = drafts();
+      remember();
       const board = $("board");
       board.replaceChildren();
-      renderer.render(state, board, { move: move });
+      renderer.render(state, board, { move: move, confirm: S.confirm });
       restore(kept);
+      refocus();
       document.body.dataset.version = String(state.version);
     }
     $("end").hidden = !state.over;
+    leaveBar();
     schedule();
   }
 
@@ -82,7 +120,37 @@
     clearTimeout(timer);
     if (!state || state.over) return;
     const waiting = state.thinking || (!state.your_turn && !state.model_unavailable);
-    timer = setTimeout(poll, waiting ? 300 : 20000);
+    timer = setTimeout(poll, waiting ? POLL_THINKING_MS : POLL_IDLE_MS);
+  }
+
+  // "Leave this game", then a confirmation: the game ends and is stored as abandoned
+  function leaveBar() {
+    const bar = $("leave-bar");
+    const live = !!state && !state.over;
+    bar.hidden = !live;
+    if (!live) bar.replaceChildren();
+    else if (!bar.firstChild) bar.append(leaveButton());
+  }
+
+  function leaveButton() {
+    return S.el("button", { id: "leave", type: "button", class: "secondary", on: { click: () => {
+      $("leave-bar").replaceChildren(S.confirm("confirm-leave", "Leave this game? It ends now " +
+        "and is recorded as abandoned.", "Leave", leave,
+        () => $("leave-bar").replaceChildren(leaveButton())));
+    } } }, "Leave this game");
+  }
+
+  async function leave() {
+    showError("");
+    const path = "/api/games/" + encodeURIComponent(state.game_id) + "/leave";
+    const result = await S.api("POST", path);
+    if (result.ok) {
+      left = true;
+      show(result.data);
+    } else {
+      $("leave-bar").replaceChildren(leaveButton());
+      showError(explain(result));
+    }
   }
 
   async function poll() {
@@ -98,6 +166,7 @@
   async function move(body) {
     if (busy || !state) return;
     busy = true;
+    remember();
     showError("");
     const path = "/api/games/" + encodeURIComponent(state.game_id) + "/turn";
     const result = await S.api("POST", path, body);

@@ -31,7 +31,8 @@
     return el("form", { id: "answer-form", on: { submit: (event) => {
       event.preventDefault();
       actions.move({ text: answer.value });
-    } } }, answer, el("button", { id: "send", type: "submit", disabled: !open }, "Send"));
+    } } }, answer, el("button", { id: "send", type: "submit", "data-focus": "answer", disabled: !open },
+      "Send"));
   }
 
   function render(state, board, actions) {

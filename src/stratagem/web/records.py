@@ -1,0 +1,113 @@
+"""A stored game as a record: ``GameRecord`` (one row of the games database, ``storage.py``) and
+``configuration_id``, the name of the configuration a game was played with (what an export keeps
+apart, ``export.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from stratagem.trace import Trace, dumps
+
+Status = Literal["live", "finished", "abandoned"]
+COLUMNS = (
+    "game_id", "game", "game_version", "game_params", "status", "agent_spec", "agent_name",
+    "human_seat", "human_score", "model_score", "started", "ended", "human_view", "model_view",
+    "trace", "config_id", "configuration", "participant",
+)  # fmt: skip
+LIVE_ERROR = "live"  # the trace error of a live row: the episode had not ended when written
+
+
+@dataclass(frozen=True)
+class GameRecord:
+    """One stored game (``ended``: when the row was last written, for a live one)."""
+
+    game_id: str
+    game: str
+    game_version: int
+    game_params: Mapping[str, Any]
+    status: Status
+    agent_spec: str
+    agent_name: str
+    human_seat: int
+    human_score: float | None
+    model_score: float | None
+    started: str  # ISO 8601, UTC
+    ended: str
+    human_view: Mapping[str, Any]  # the person's system turn and latest screen
+    model_view: Mapping[str, Any]  # the model's system turn and chat
+    trace: Trace
+    config_id: str = ""  # configuration_id(game, version, params, configuration["agent"])
+    configuration: Mapping[str, Any] = field(default_factory=dict)  # {"agent": .., "server": ..}
+    participant: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.config_id:  # a record built without one (older callers): derive it
+            agent = self.configuration.get("agent") or {"spec": self.agent_spec}
+            config = configuration_id(self.game, self.game_version, self.game_params, agent)
+            object.__setattr__(self, "config_id", config)
+
+    def row(self) -> tuple:
+        """Returns the values of ``COLUMNS``, in order."""
+        return (
+            self.game_id,
+            self.game,
+            self.game_version,
+            dumps(dict(self.game_params)),
+            self.status,
+            self.agent_spec,
+            self.agent_name,
+            self.human_seat,
+            self.human_score,
+            self.model_score,
+            self.started,
+            self.ended,
+            dumps(dict(self.human_view)),
+            dumps(dict(self.model_view)),
+            self.trace.to_json(),
+            self.config_id,
+            dumps(dict(self.configuration)),
+            self.participant,
+        )
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> GameRecord:
+        """Returns the record a ``SELECT *`` row holds."""
+        return cls(
+            game_id=row["game_id"],
+            game=row["game"],
+            game_version=row["game_version"],
+            game_params=json.loads(row["game_params"]),
+            status=row["status"],
+            agent_spec=row["agent_spec"],
+            agent_name=row["agent_name"],
+            human_seat=row["human_seat"],
+            human_score=row["human_score"],
+            model_score=row["model_score"],
+            started=row["started"],
+            ended=row["ended"],
+            human_view=json.loads(row["human_view"]),
+            model_view=json.loads(row["model_view"]),
+            trace=Trace.from_json(row["trace"]),
+            config_id=row["config_id"],
+            configuration=json.loads(row["configuration"]),
+            participant=row["participant"],
+        )
+
+
+def configuration_id(
+    game: str, version: int, params: Mapping[str, Any], agent: Mapping[str, Any]
+) -> str:
+    """Returns the 12-hex-digit id of a configuration: a sha256 of the game, its version and
+    parameters, and the agent's configuration (``study.agent_configuration``), as canonical
+    JSON."""
+    text = json.dumps(
+        json.loads(dumps({"game": game, "version": version, "params": dict(params), **agent})),
+        sort_keys=True,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
