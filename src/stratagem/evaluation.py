@@ -16,6 +16,7 @@ from stratagem.agent import Agent
 from stratagem.episode import EpisodeSpec
 from stratagem.errors import ConfigError
 from stratagem.game import Game, HasInputFiles, HasSolverTree
+from stratagem.metrics.actions import action_rates
 from stratagem.metrics.estimate import Estimate
 from stratagem.metrics.kuhn import policy_of
 from stratagem.metrics.registry import game_metrics
@@ -109,7 +110,7 @@ def evaluate(
     neither kind of metrics (use a tournament for those), and for ``normalise`` on a game whose
     metrics are its own (there is no reference payoff to scale by: it would do nothing).
     """
-    from stratagem.report.tables import write_metrics
+    from stratagem.report.tables import write_action_rates, write_metrics
 
     if game_metrics(game.name) is None:
         as_sepo_game(game)  # a clear error for a game with no metrics to evaluate
@@ -145,6 +146,8 @@ def evaluate(
         if result.policy is not None:
             (run.path / POLICY).write_text(json.dumps(result.policy, indent=1, sort_keys=True))
         write_metrics(run.path, result.metrics, result.exact_exploitability, normalise)
+        if isinstance(game, SEPOGame):
+            write_action_rates(run.path, action_rates(iter_traces(run.traces_path)))
         status = run_status(result.episodes, errors)
         run.finish(status, episodes=result.episodes, errors=errors)
     return result

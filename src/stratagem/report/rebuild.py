@@ -9,9 +9,10 @@ from stratagem.errors import ConfigError
 from stratagem.evaluation import POLICY, Evaluation
 from stratagem.game import HasSolverTree
 from stratagem.games import get_game
+from stratagem.metrics.actions import action_rates
 from stratagem.metrics.registry import game_metrics
 from stratagem.metrics.sepo import SEPOGame, sepo_metrics
-from stratagem.report.tables import write_metrics
+from stratagem.report.tables import write_action_rates, write_metrics
 from stratagem.runs import TRACES, read_fingerprint, scan_traces, stored_inputs
 from stratagem.solvers.best_response import exploitability
 from stratagem.trace import read_traces
@@ -64,6 +65,8 @@ def rebuild_metrics(run: Path) -> Evaluation:
         policy = json.loads(stored.read_text())
         exact = exploitability(game.game_tree(), policy)
     write_metrics(run, metrics, exact, normalise)
+    if isinstance(game, SEPOGame):
+        write_action_rates(run, action_rates(traces))
     return Evaluation(
         game.name,
         fp["agent"],

@@ -106,3 +106,40 @@ def frame_markdown(frame) -> str:
         "| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)
     ]
     return "\n".join(lines) + "\n"
+
+
+def write_action_rates(folder: Path, rows: list) -> None:
+    """Writes ``actions.csv`` (one row per pool, opponent, context and action) and
+    ``actions.md`` (one line per pool, opponent and context; a column per action, rate ±
+    stderr) into ``folder``; ``rows`` are ``metrics.actions.ActionRate``. Nothing is written
+    for no rows."""
+    if not rows:
+        return
+    fields = ["pool", "opponent", "context", "action", "rate", "stderr", "episodes", "decisions"]
+    with open(folder / "actions.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(fields)
+        writer.writerows([getattr(r, k) for k in fields] for r in rows)
+    actions = sorted({r.action for r in rows})
+    lines = [
+        "## What the agent played, per opponent",
+        "",
+        "Share of the agent's decisions in each context (all; its first; after the opponent's "
+        "latest move was X), mean over episodes ± one standard error.",
+        "",
+        "| pool | opponent | context | episodes | " + " | ".join(actions) + " |",
+        "| --- | --- | --- | ---: | " + " | ".join("---:" for _ in actions) + " |",
+    ]
+    lines_by_key: dict[tuple[str, str, str], dict[str, str]] = {}
+    episodes: dict[tuple[str, str, str], int] = {}
+    for r in rows:
+        key = (r.pool, r.opponent, r.context)
+        lines_by_key.setdefault(key, {})[r.action] = f"{r.rate:.2f} ± {r.stderr:.2f}"
+        episodes[key] = r.episodes
+    for key, cells in lines_by_key.items():
+        lines.append(
+            f"| {' | '.join(key)} | {episodes[key]} | "
+            + " | ".join(cells.get(a, "") for a in actions)
+            + " |"
+        )
+    (folder / "actions.md").write_text("\n".join(lines) + "\n")

@@ -71,6 +71,7 @@ from stratagem.backends.hf import HFBackend
 from stratagem.errors import ConfigError
 from stratagem.game import Game
 from stratagem.games import get_game
+from stratagem.metrics.actions import ActionRate, action_rates
 from stratagem.metrics.sepo import SEPOGame, as_sepo_game
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
@@ -322,7 +323,17 @@ def evaluate_checkpoint(policy, tokenizer, game, args: SEPOArgs, step: int) -> d
     }
     if result.exact_exploitability is not None:
         row["exact_exploitability"] = result.exact_exploitability
+    row["actions"] = actions_by_opponent(action_rates(result.traces))
     return row
+
+
+def actions_by_opponent(rows: list[ActionRate]) -> dict[str, dict[str, dict[str, float]]]:
+    """``{"pool/opponent": {context: {action: rate}}}``: what a checkpoint played against whom
+    (``metrics.actions``), compact enough for every checkpoint's record."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for r in rows:
+        out.setdefault(f"{r.pool}/{r.opponent}", {}).setdefault(r.context, {})[r.action] = r.rate
+    return out
 
 
 def _headline(row: dict) -> dict:
