@@ -13,7 +13,8 @@ from stratagem.games import get_game
 from stratagem.metrics.actions import action_rates, rate
 from stratagem.report.rebuild import rebuild_metrics
 from stratagem.strategies import get_strategy
-from stratagem.training.sepo import actions_by_opponent
+from stratagem.training.checkpoints import TrainerState
+from stratagem.training.sepo_report import actions_by_opponent, plot_actions
 
 
 @pytest.fixture(scope="module")
@@ -73,3 +74,13 @@ def test_checkpoint_records_are_keyed_by_pool_and_opponent(tit_for_tat):
     compact = actions_by_opponent(action_rates(traces))
     assert compact["exploit/AlwaysDefect"]["after DEFECT"] == {"COOPERATE": 0.0, "DEFECT": 1.0}
     assert compact["collusive/AlwaysCooperate"]["first"]["COOPERATE"] == 1.0
+
+
+def test_actions_plot_has_a_panel_per_opponent(tit_for_tat, tmp_path):
+    _, traces = tit_for_tat
+    compact = actions_by_opponent(action_rates(traces))
+    state = TrainerState(evals=[{"step": 0, "actions": compact}, {"step": 2, "actions": compact}])
+    plot_actions(tmp_path, state)
+    assert (tmp_path / "actions.png").stat().st_size > 10_000
+    plot_actions(tmp_path / "none", TrainerState(evals=[{"step": 0}]))  # older runs: no record
+    assert not (tmp_path / "none").exists()

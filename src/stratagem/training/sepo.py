@@ -71,7 +71,7 @@ from stratagem.backends.hf import HFBackend
 from stratagem.errors import ConfigError
 from stratagem.game import Game
 from stratagem.games import get_game
-from stratagem.metrics.actions import ActionRate, action_rates
+from stratagem.metrics.actions import action_rates
 from stratagem.metrics.sepo import SEPOGame, as_sepo_game
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
@@ -85,6 +85,7 @@ from stratagem.training.engines import check_rollout_engine
 from stratagem.training.grpo import Log, StepRollouts, train_grpo
 from stratagem.training.rollouts import group_game
 from stratagem.training.rollouts import opponent as opponent_agent
+from stratagem.training.sepo_report import actions_by_opponent, plot_actions, plot_curve
 from stratagem.training.sepo_rewards import Penalty, groups_for, step_groups, turns_from
 
 if TYPE_CHECKING:
@@ -290,7 +291,8 @@ class SEPOTask:
 
     def report(self, state: TrainerState) -> None:
         """Redraws ``curve.png``."""
-        _plot_curve(self.args.out, state)
+        plot_curve(self.args.out, state)
+        plot_actions(self.args.out, state)
 
 
 def train_sepo(args: SEPOArgs, log: Log = print) -> Path:
@@ -327,51 +329,6 @@ def evaluate_checkpoint(policy, tokenizer, game, args: SEPOArgs, step: int) -> d
     return row
 
 
-def actions_by_opponent(rows: list[ActionRate]) -> dict[str, dict[str, dict[str, float]]]:
-    """``{"pool/opponent": {context: {action: rate}}}``: what a checkpoint played against whom
-    (``metrics.actions``), compact enough for every checkpoint's record."""
-    out: dict[str, dict[str, dict[str, float]]] = {}
-    for r in rows:
-        out.setdefault(f"{r.pool}/{r.opponent}", {}).setdefault(r.context, {})[r.action] = r.rate
-    return out
-
-
 def _headline(row: dict) -> dict:
     keys = ("safety_j", "pay", "exploit", "collusion", "fallback_rate", "exact_exploitability")
     return {k: row[k]["value"] if isinstance(row[k], dict) else row[k] for k in keys if k in row}
-
-
-def _plot_curve(out: Path, state: TrainerState) -> None:
-    """``curve.png``: Safety J, Pay/r, Exploit (± one standard error) per checkpoint, and the
-    mean rollout reward per step."""
-    if not state.evals:
-        return
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    steps = [e["step"] for e in state.evals]
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
-    for key in ("safety_j", "pay", "exploit", "collusion"):
-        if key in state.evals[0]:
-            values = [e[key]["value"] for e in state.evals]
-            errors = [e[key]["stderr"] for e in state.evals]
-            ax.errorbar(steps, values, yerr=errors, label=key, marker="o", capsize=3)
-    if "exact_exploitability" in state.evals[0]:
-        ax.plot(
-            steps,
-            [e["exact_exploitability"] for e in state.evals],
-            marker="s",
-            label="exact exploitability",
-        )
-    ax.set_xlabel("step")
-    ax.legend()
-    ax.set_title("SEPO checkpoints (greedy evaluation)")
-    if state.log:
-        bx.plot([e["step"] for e in state.log], [e["reward"] for e in state.log], marker=".")
-        bx.set_xlabel("step")
-        bx.set_title("mean rollout reward per group (shaped)")
-    fig.tight_layout()
-    fig.savefig(out / "curve.png", dpi=110)
-    plt.close(fig)
