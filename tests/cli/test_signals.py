@@ -97,3 +97,21 @@ def test_sigterm_stops_solve_and_psro_with_a_message_and_exit_143(tmp_path, args
         "interrupted; results are written at the end; model answers so far stay in the cache. "
         "Resume with: stratagem " + " ".join(args)
     ]
+
+
+def test_an_interrupted_trainer_says_its_checkpoints_are_kept(capsys, monkeypatch):
+    import typer
+
+    from stratagem.cli.main import trained
+
+    def command(out: str = "runs/x"):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("sys.argv", ["stratagem", "train", "sft", "--out", "runs/x"])
+    with pytest.raises(typer.Exit) as stopped:
+        trained(command)(out="runs/x")
+    assert stopped.value.exit_code == 130
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "interrupted; every finished checkpoint is kept. Resume with: stratagem train sft"
+    )

@@ -77,7 +77,8 @@ register(
     wrap=interruptible,
 )
 register(app, "gen-sft", training.GenSFTArgs, training.gen_sft_command, wrap=interruptible)
-app.add_typer(training.train_app(interruptible), name="train")
+trained = functools.partial(interruptible, kept="every finished checkpoint is kept")
+app.add_typer(training.train_app(trained), name="train")
 
 
 def main() -> None:
