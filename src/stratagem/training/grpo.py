@@ -82,6 +82,21 @@ class GRPOTask(Protocol):
         ...
 
 
+NO_SIGNAL = (
+    "step {step}: no trained token has a non-zero advantage: every group's rollouts earned the "
+    "same reward, so only the KL term moved the policy. A policy this certain does not explore "
+    "at this temperature: start from a less certain one or sample hotter (--temperature)"
+)
+
+
+def signal_tokens(sequences: list) -> int:
+    """The trained tokens whose advantage is not zero: the ones the policy gradient reads. 0
+    when every group's rollouts earned the same reward (a near-deterministic policy)."""
+    return sum(
+        1 for s in sequences for a, w in zip(s.advantages, s.weights, strict=True) if a and w
+    )
+
+
 def learning_rate(args: GRPOArgs) -> float:
     """The optimiser's learning rate; a trainer resolves its default before training.
 
@@ -148,6 +163,7 @@ def train_grpo(args: GRPOArgs, task: GRPOTask, *, torch_seed: str, log: Log = pr
                 "sequences": len(sequences),
                 "sequence_tokens": sum(len(q.ids) for q in sequences),
                 "rollout_seconds": rolled - start,
+                "signal_tokens": signal_tokens(sequences),
                 "seconds": time.perf_counter() - start,
                 **epochs[0],
             }
@@ -158,6 +174,8 @@ def train_grpo(args: GRPOArgs, task: GRPOTask, *, torch_seed: str, log: Log = pr
                 entry["reference_refreshed"] = True
             state.log.append(entry)
             log(json.dumps(entry))
+            if not entry["signal_tokens"]:
+                log(NO_SIGNAL.format(step=step + 1))
             state.step = step + 1
             if state.step % args.checkpoint_every == 0 or state.step == args.steps:
                 checkpoint()
