@@ -343,6 +343,13 @@ def test_a_batch_too_big_for_the_cache_runs_in_parts_with_the_same_answers(backe
     assert [g.info["token_ids"] for g in got] == [w.info["token_ids"] for w in want]
     with pytest.raises(StratagemError, match="KV cache too small"):
         small.generate(asks[:1], Sampling(0.0, 1.0, 512))
+    # the fallback's scoring too (a 64-episode IPD batch overflowed it)
+    choices = [("COOPERATE", "DEFECT"), ("PASS", "BET"), ("BID", "PASS")]
+    for g, w in zip(
+        small.choice_probs(asks, choices), cpp.choice_probs(asks, choices), strict=True
+    ):
+        assert g.keys() == w.keys()
+        assert all(abs(g[k] - w[k]) < 1e-3 for k in g), (g, w)
 
 
 @needs_llamacpp

@@ -196,11 +196,26 @@ class LlamaCppBackend(ChatTokens):
         (SPEC §4.3), as the hf backend computes it: the first answer token's log-probabilities
         from one batched prefill; a chat whose choices share leading sub-tokens has every choice
         teacher-forced after the prompt and is scored at their shortest distinguishing prefix.
+        A batch too big for the KV cache is scored in halves, as ``generate`` runs them.
         """
-        import torch
-
         if not chats:
             return []
+        try:
+            return self._choice_probs_chunk(chats, choices)
+        except CacheFull:
+            self.engine.clear()
+        if len(chats) == 1:  # alone in an empty cache, or the one-line error
+            return self._choice_probs_chunk(chats, choices)
+        half = len(chats) // 2
+        return self.choice_probs(chats[:half], choices[:half]) + self.choice_probs(
+            chats[half:], choices[half:]
+        )
+
+    def _choice_probs_chunk(
+        self, chats: Sequence[Chat], choices: Sequence[tuple[str, ...]]
+    ) -> list[dict[str, float]]:
+        import torch
+
         rows = [self._tokenize(c)[0] for c in chats]
         _, last = self.engine.prefill(rows, [len(r) - 1 for r in rows])
         first = torch.log_softmax(torch.from_numpy(np.concatenate(last)), dim=-1)  # (B, V)
