@@ -57,7 +57,8 @@ def plot_curve(out: Path, state: TrainerState) -> None:
 
 def plot_actions(out: Path, state: TrainerState) -> None:
     """``actions.png``: per opponent, the rate of each action (the last, alphabetically, is the
-    rest) over all decisions and after each move of the opponent, per checkpoint."""
+    rest) over all decisions, on the first and after each move of the opponent, per
+    checkpoint."""
     records = [e for e in state.evals if e.get("actions")]
     if not records:
         return
@@ -71,28 +72,33 @@ def plot_actions(out: Path, state: TrainerState) -> None:
         {a for e in records for o in e["actions"].values() for c in o.values() for a in c}
     )
     contexts = sorted(
-        {c for e in records for o in e["actions"].values() for c in o if c != FIRST},
-        key=lambda c: (c != ALL, c),
+        {c for e in records for o in e["actions"].values() for c in o},
+        key=lambda c: ({ALL: 0, FIRST: 1}.get(c, 2), c),
     )
     cols = min(4, len(opponents))
     rows = -(-len(opponents) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False)
+    lines = [(c, a) for c in contexts for a in actions[:-1] or actions]
+    colour = {line: f"C{i % 10}" for i, line in enumerate(lines)}  # one colour per line everywhere
+    handles = {}
     for ax, opponent in zip(axes.flat, opponents, strict=False):
-        for context in contexts:
-            for action in actions[:-1] or actions:
-                points = [
-                    (e["step"], e["actions"][opponent][context].get(action, 0.0))
-                    for e in records
-                    if context in e["actions"].get(opponent, {})
-                ]
-                if points:
-                    ax.plot(*zip(*points, strict=True), marker="o", label=f"{action} | {context}")
+        for context, action in lines:
+            points = [
+                (e["step"], e["actions"][opponent][context].get(action, 0.0))
+                for e in records
+                if context in e["actions"].get(opponent, {})
+            ]
+            if points:
+                label = f"{action} | {context}"
+                (handles[label],) = ax.plot(
+                    *zip(*points, strict=True), marker="o", color=colour[context, action]
+                )
         ax.set_title(opponent, fontsize=9)
         ax.set_ylim(-0.05, 1.05)
         ax.set_xlabel("step")
     for ax in list(axes.flat)[len(opponents) :]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=7)
+    fig.legend(handles.values(), handles.keys(), loc="lower right", fontsize=8)
     fig.suptitle("What each checkpoint played, per opponent (greedy evaluation)")
     fig.tight_layout()
     fig.savefig(out / "actions.png", dpi=100)
