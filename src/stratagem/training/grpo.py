@@ -97,6 +97,32 @@ def signal_tokens(sequences: list) -> int:
     )
 
 
+def step_entry(
+    step: int,
+    rolled_out: StepRollouts,
+    sequences: list,
+    seconds: tuple[float, float],
+    epochs: list[dict[str, float]],
+) -> dict[str, Any]:
+    """A step's log record: the rollouts' summary and sizes, the seconds of its rollouts and
+    of the whole step, then the first epoch's update statistics (and the last epoch's when
+    there are several)."""
+    entry: dict[str, Any] = {
+        "step": step,
+        **rolled_out.summary,
+        "samples": len(rolled_out.samples),
+        "sequences": len(sequences),
+        "sequence_tokens": sum(len(q.ids) for q in sequences),
+        "rollout_seconds": seconds[0],
+        "signal_tokens": signal_tokens(sequences),
+        "seconds": seconds[1],
+        **epochs[0],
+    }
+    if len(epochs) > 1:
+        entry["last_epoch"] = epochs[-1]
+    return entry
+
+
 def learning_rate(args: GRPOArgs) -> float:
     """The optimiser's learning rate; a trainer resolves its default before training.
 
@@ -156,19 +182,8 @@ def train_grpo(args: GRPOArgs, task: GRPOTask, *, torch_seed: str, log: Log = pr
             sequences = sequences_of(rolled_out.samples, args.packing)
             rolled = time.perf_counter()
             epochs = update(policy, optimizer, params, sequences, args, reference=reference)
-            entry: dict[str, Any] = {
-                "step": step + 1,
-                **rolled_out.summary,
-                "samples": len(rolled_out.samples),
-                "sequences": len(sequences),
-                "sequence_tokens": sum(len(q.ids) for q in sequences),
-                "rollout_seconds": rolled - start,
-                "signal_tokens": signal_tokens(sequences),
-                "seconds": time.perf_counter() - start,
-                **epochs[0],
-            }
-            if len(epochs) > 1:
-                entry["last_epoch"] = epochs[-1]
+            seconds = (rolled - start, time.perf_counter() - start)
+            entry = step_entry(step + 1, rolled_out, sequences, seconds, epochs)
             if reference.due(step + 1, epochs[-1]["kl"], args):
                 reference.refresh(policy)
                 entry["reference_refreshed"] = True
