@@ -12,27 +12,20 @@ from typer.testing import CliRunner
 from stratagem.agents.spec import LLMOptions, agent_kind, is_llm, make_agent, own_adapter
 from stratagem.cli.main import app
 from stratagem.errors import ConfigError
+from tests.tiny_models import SMALLER, tiny_llama_config
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     """A tiny random Llama and a LoRA adapter laid out as ``train selfplay`` writes one."""
     from peft import LoraConfig, get_peft_model
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer, LlamaForCausalLM
 
     from stratagem.backends.embedded import embedded_dir
 
     root = tmp_path_factory.mktemp("selfplay")
     tokenizer = AutoTokenizer.from_pretrained(embedded_dir())
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        pad_token_id=tokenizer.pad_token_id,
-    )
+    config = tiny_llama_config(tokenizer, **SMALLER)
     torch.manual_seed(0)
     model = LlamaForCausalLM(config)
     model.save_pretrained(root / "base")

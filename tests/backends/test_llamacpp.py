@@ -12,6 +12,7 @@ from stratagem.backends.base import Sampling
 from stratagem.backends.llamacpp_engine import KVSlots, Placement, llamacpp_unavailable
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.games import get_game
+from tests.tiny_models import SIZES, tiny_llama_config
 
 needs_llamacpp = pytest.mark.skipif(
     llamacpp_unavailable() is not None, reason="llama-cpp-python is not installed"
@@ -76,23 +77,14 @@ def test_least_recently_used_sequences_are_evicted_for_room_and_for_slots():
 def tiny(tmp_path_factory):
     """A tiny random Llama with the embedded tokenizer and its own output head (tied, the head
     repeats the last token), and its f32 GGUF."""
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer, LlamaForCausalLM
 
     from stratagem.backends.embedded import embedded_dir
     from stratagem.backends.gguf_convert import write_model_gguf
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_dir())
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        tie_word_embeddings=False,
-        pad_token_id=tokenizer.pad_token_id,
-        architectures=["LlamaForCausalLM"],
+    config = tiny_llama_config(
+        tokenizer, tie_word_embeddings=False, architectures=["LlamaForCausalLM"]
     )
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).eval()
@@ -140,12 +132,7 @@ def test_a_qwen2_model_converts_too(tiny, tmp_path):
     _, tokenizer, _ = tiny
     config = Qwen2Config(
         vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
+        **SIZES,
         tie_word_embeddings=True,
         architectures=["Qwen2ForCausalLM"],
     )

@@ -20,6 +20,7 @@ from stratagem.backends.sharded import RayBackend, shards
 from stratagem.cli.main import app
 from stratagem.errors import ConfigError
 from tests.backends.fault_server import FaultServer
+from tests.tiny_models import SMALLER, tiny_llama_config
 
 ray = pytest.importorskip("ray")
 
@@ -121,21 +122,13 @@ def test_a_sharded_model_keys_the_cache_by_its_weights_like_the_local_one(cluste
     # regression: RayBackend had no fingerprint, so CachedBackend keyed its answers by the model
     # name alone and a model retrained at the same path got the old texts (RELIABILITY C1)
     import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer, LlamaForCausalLM
 
     from stratagem.backends.cache import CachedBackend
     from stratagem.backends.embedded import embedded_dir
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_dir())
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        pad_token_id=tokenizer.pad_token_id,
-    )
+    config = tiny_llama_config(tokenizer, **SMALLER)
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(tmp_path / "tiny")
     tokenizer.save_pretrained(tmp_path / "tiny")

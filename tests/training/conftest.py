@@ -6,27 +6,18 @@ import pytest
 import torch
 
 from stratagem.training.sepo import SEPOArgs
+from tests.tiny_models import tiny_llama_config
 
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer, LlamaForCausalLM
 
     from stratagem.backends.embedded import embedded_dir
 
     path = tmp_path_factory.mktemp("tiny")
     tokenizer = AutoTokenizer.from_pretrained(embedded_dir())
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id,
-    )
+    config = tiny_llama_config(tokenizer, tie_word_embeddings=True)
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
