@@ -175,7 +175,8 @@ class TRLArgs:
     grad_accum: int = 1
     """Steps of gradient accumulation per optimiser step."""
     max_length: int = 2048
-    """Tokens per chat at most (longer chats are cut at the end)."""
+    """Tokens per chat at most: `train sft` cuts a longer chat at its end; `train selfplay` drops
+    its earliest exchanges instead, so the final answer (the move that earned the reward) stays."""
 
 
 def resolved_paths(args: object) -> dict[str, Any]:
