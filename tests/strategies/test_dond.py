@@ -8,7 +8,16 @@ from collections import defaultdict
 import pytest
 
 from stratagem.games import get_game
-from stratagem.games.dond import Context, DondState, Say, Settings, complement, divisions, score
+from stratagem.games.dond import (
+    Context,
+    DondState,
+    Say,
+    Settings,
+    complement,
+    divisions,
+    render_share,
+    score,
+)
 from stratagem.play import play
 from stratagem.strategies import get_strategy
 from stratagem.strategies.dond import (
@@ -59,15 +68,34 @@ def view_of(turns=(), seat=0, **settings):
 
 
 def test_every_wording_is_read_back():
-    share, values = (1, 0, 2), (2, 1, 3)
+    share, rest, values = (1, 0, 2), (3, 2, 0), (2, 1, 3)
     for i in range(len(CLAIMS)):
-        assert claim_in(claim_text(share, i)) == share, CLAIMS[i]
-        assert deal_in(claim_text(share, i)) is None
+        for r in (None, rest):
+            assert claim_in(claim_text(share, i, r)) == share, CLAIMS[i]
+            assert deal_in(claim_text(share, i, r)) is None
     for i in range(len(DEALS)):
-        assert deal_in(deal_text(share, i)) == share, DEALS[i]
-        assert claim_in(deal_text(share, i)) is None
+        for r in (None, rest):
+            assert deal_in(deal_text(share, i, r)) == share, DEALS[i]
+            assert claim_in(deal_text(share, i, r)) is None
     for i in range(len(VALUES)):
         assert values_in(values_text(values, i)) == values, VALUES[i]
+
+
+def test_claims_and_deals_spell_out_both_shares():
+    """The proposal that closes a deal is written in the dialogue: a learner copies it."""
+    for lam in (1.0, 0.0):
+        for trace in tournament(lam=lam):
+            info = trace.rounds[-1].info
+            for line in info["dialogue"]:
+                if line["kind"] != "message" or (claim_in(line["text"]) is None and deal_in(line["text"]) is None):
+                    continue
+                claim, deal = claim_in(line["text"]), deal_in(line["text"])
+                share = claim if claim is not None else deal
+                rest = tuple(c - x for c, x in zip(info["counts"], share))
+                assert render_share(share) in line["text"] and render_share(rest) in line["text"], line
+            if info["agreement"]:
+                written = " ".join(d["text"] for d in info["dialogue"] if d["kind"] == "message")
+                assert all(render_share(tuple(p)) in written for p in info["proposals"])
 
 
 def test_a_tournament_under_lam_1_and_lam_minus_1_gives_different_dialogues():

@@ -242,9 +242,11 @@ class Negotiator(Strategy):
             return Propose(complement(counts, dealt))
         last = _last(view.my_messages())
         if acceptable:
-            return Say(vary([deal_text(theirs, i) for i in range(len(DEALS))], last, rng))  # type: ignore[arg-type]
+            mine = complement(counts, theirs)  # type: ignore[arg-type]
+            deals = [deal_text(theirs, i, mine) for i in range(len(DEALS))]  # type: ignore[arg-type]
+            return Say(vary(deals, last, rng))
         share = self.demand(view)
-        bodies = [claim_text(share, i) for i in range(len(CLAIMS))]
+        bodies = [claim_text(share, i, complement(counts, share)) for i in range(len(CLAIMS))]
         lines = compose(self.preambles(view), _lam_lines(view))
         return Say(vary(compose(lines, bodies), last, rng))
 

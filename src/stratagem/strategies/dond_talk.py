@@ -3,9 +3,14 @@
 Every negotiator speaks one small language, in several wordings:
 
 - a **claim** — the share its writer wants, e.g. ``I ask for (x books, y hats, z balls); you get
-  the rest.`` or ``I want (…); the rest is yours.``;
+  the rest (…).`` or ``I want (…); the rest (…) is yours.``;
 - a **deal** — it accepts the other seat's latest claim, e.g. ``Deal: you get (…) and I get the
-  rest.``;
+  rest (…).``;
+
+Claims and deals spell out both shares, the writer's and the reader's, so the proposal that
+closes a deal is a share already written in the dialogue: a learner copies it instead of
+subtracting counts (a 135M model that learned from claims naming one share proposed the share
+it had just read, for itself, in self-play).
 - a **values statement** — e.g. ``My values: a book is worth 2, a hat 1, a ball 3.``
 
 Every wording of a claim, a deal or a values statement is read back by ``claim_in``, ``deal_in``
@@ -37,17 +42,17 @@ _VALUES = re.compile(
 
 # {s}: a rendered share; every wording must stay readable by the patterns above (tested)
 CLAIMS = (
-    "I ask for {s}; you get the rest.",
-    "I want {s}; the rest is yours.",
-    "How about this: I take {s} and you keep everything else.",
-    "My offer: I keep {s}, you get the rest.",
-    "I would like {s}, and you take the rest.",
+    "I ask for {s}; you get {rest}.",
+    "I want {s}; {rest} is yours.",
+    "How about this: I take {s} and you keep {rest}.",
+    "My offer: I keep {s}, you get {rest}.",
+    "I would like {s}, and you take {rest}.",
 )
 DEALS = (
-    "Deal: you get {s} and I get the rest.",
-    "Agreed. Deal, you get {s}; I keep the rest.",
-    "That works for me. Deal! You get {s} and I take the rest.",
-    "Fine by me. Deal. You get {s}, the remainder is mine.",
+    "Deal: you get {s} and I get {rest}.",
+    "Agreed. Deal, you get {s}; I keep {rest}.",
+    "That works for me. Deal! You get {s} and I take {rest}.",
+    "Fine by me. Deal. You get {s}, {rest} is mine.",
 )
 VALUES = (
     "My values: a book is worth {0}, a hat {1}, a ball {2}.",
@@ -56,14 +61,20 @@ VALUES = (
 )
 
 
-def claim_text(share: Items, wording: int = 0) -> str:
-    """Returns the claim message for ``share`` in wording ``wording`` (0: the plain one)."""
-    return CLAIMS[wording % len(CLAIMS)].format(s=render_share(share))
+def _rest(rest: Items | None) -> str:
+    return "the rest" if rest is None else f"the rest {render_share(rest)}"
 
 
-def deal_text(their_share: Items, wording: int = 0) -> str:
-    """Returns the message accepting the other seat's claim ``their_share``."""
-    return DEALS[wording % len(DEALS)].format(s=render_share(their_share))
+def claim_text(share: Items, wording: int = 0, rest: Items | None = None) -> str:
+    """Returns the claim message for ``share`` in wording ``wording`` (0: the plain one); with
+    ``rest`` (the other seat's share, the complement) the message spells that out too."""
+    return CLAIMS[wording % len(CLAIMS)].format(s=render_share(share), rest=_rest(rest))
+
+
+def deal_text(their_share: Items, wording: int = 0, rest: Items | None = None) -> str:
+    """Returns the message accepting the other seat's claim ``their_share``; with ``rest`` (the
+    writer's own share, the complement) the message spells that out too."""
+    return DEALS[wording % len(DEALS)].format(s=render_share(their_share), rest=_rest(rest))
 
 
 def values_text(values: Items, wording: int = 0) -> str:
