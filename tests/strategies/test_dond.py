@@ -86,15 +86,15 @@ def test_claims_and_deals_spell_out_both_shares():
     for lam in (1.0, 0.0):
         for trace in tournament(lam=lam):
             info = trace.rounds[-1].info
-            for line in info["dialogue"]:
-                if line["kind"] != "message" or (claim_in(line["text"]) is None and deal_in(line["text"]) is None):
-                    continue
-                claim, deal = claim_in(line["text"]), deal_in(line["text"])
-                share = claim if claim is not None else deal
-                rest = tuple(c - x for c, x in zip(info["counts"], share))
-                assert render_share(share) in line["text"] and render_share(rest) in line["text"], line
+            messages = [d["text"] for d in info["dialogue"] if d["kind"] == "message"]
+            for text in messages:
+                share = claim_in(text) or deal_in(text)
+                if share is None:
+                    continue  # a values statement
+                rest = complement(tuple(info["counts"]), share)
+                assert render_share(share) in text and render_share(rest) in text, text
             if info["agreement"]:
-                written = " ".join(d["text"] for d in info["dialogue"] if d["kind"] == "message")
+                written = " ".join(messages)
                 assert all(render_share(tuple(p)) in written for p in info["proposals"])
 
 
