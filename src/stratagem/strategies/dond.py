@@ -243,10 +243,11 @@ class Negotiator(Strategy):
         last = _last(view.my_messages())
         if acceptable:
             mine = complement(counts, theirs)  # type: ignore[arg-type]
-            deals = [deal_text(theirs, i, mine) for i in range(len(DEALS))]  # type: ignore[arg-type]
+            deals = [deal_text(theirs, mine, i) for i in range(len(DEALS))]  # type: ignore[arg-type]
             return Say(vary(deals, last, rng))
         share = self.demand(view)
-        bodies = [claim_text(share, i, complement(counts, share)) for i in range(len(CLAIMS))]
+        rest = complement(counts, share)
+        bodies = [claim_text(share, rest, i) for i in range(len(CLAIMS))]
         lines = compose(self.preambles(view), _lam_lines(view))
         return Say(vary(compose(lines, bodies), last, rng))
 
@@ -418,9 +419,10 @@ class RandomNegotiator(Strategy):
         share: Items = tuple(rng.randint(0, n) for n in view.counts)  # type: ignore[assignment]
         if view.must_propose or (view.discussed and rng.random() < 0.25):
             return Propose(share)
+        rest = complement(view.counts, share)
         lines = (
-            claim_text(share),
-            deal_text(share),
+            claim_text(share, rest),
+            deal_text(share, rest),
             "Hello. What matters most to you?",
             "I am not sure about that.",
             "Let us find something that works for both of us.",

@@ -61,20 +61,20 @@ VALUES = (
 )
 
 
-def _rest(rest: Items | None) -> str:
-    return "the rest" if rest is None else f"the rest {render_share(rest)}"
+def claim_text(share: Items, rest: Items, wording: int = 0) -> str:
+    """Returns the claim message for ``share`` that grants the other seat ``rest`` (the
+    complement), in wording ``wording`` (0: the plain one)."""
+    return CLAIMS[wording % len(CLAIMS)].format(
+        s=render_share(share), rest=f"the rest {render_share(rest)}"
+    )
 
 
-def claim_text(share: Items, wording: int = 0, rest: Items | None = None) -> str:
-    """Returns the claim message for ``share`` in wording ``wording`` (0: the plain one); with
-    ``rest`` (the other seat's share, the complement) the message spells that out too."""
-    return CLAIMS[wording % len(CLAIMS)].format(s=render_share(share), rest=_rest(rest))
-
-
-def deal_text(their_share: Items, wording: int = 0, rest: Items | None = None) -> str:
-    """Returns the message accepting the other seat's claim ``their_share``; with ``rest`` (the
-    writer's own share, the complement) the message spells that out too."""
-    return DEALS[wording % len(DEALS)].format(s=render_share(their_share), rest=_rest(rest))
+def deal_text(their_share: Items, rest: Items, wording: int = 0) -> str:
+    """Returns the message accepting the other seat's claim ``their_share``, the writer keeping
+    ``rest`` (the complement), in wording ``wording``."""
+    return DEALS[wording % len(DEALS)].format(
+        s=render_share(their_share), rest=f"the rest {render_share(rest)}"
+    )
 
 
 def values_text(values: Items, wording: int = 0) -> str:
