@@ -12,6 +12,7 @@ import torch
 from stratagem.errors import ConfigDriftError
 from stratagem.runs import RunLockedError
 from stratagem.training.checkpoints import Best, Checkpoints, TrainerState, newest_state
+from tests.tiny_models import SMALLER
 
 
 @pytest.fixture
@@ -19,14 +20,7 @@ def policy():
     from peft import LoraConfig, get_peft_model
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-    )
+    config = LlamaConfig(vocab_size=64, **SMALLER)
     torch.manual_seed(0)
     model = get_peft_model(
         LlamaForCausalLM(config), LoraConfig(r=2, target_modules=["q_proj"], lora_dropout=0.0)
