@@ -4,13 +4,14 @@ Every negotiator speaks one small language, in several wordings:
 
 - a **claim** — the share its writer wants, e.g. ``I ask for (x books, y hats, z balls); you get
   the rest (…).`` or ``I want (…); the rest (…) is yours.``;
-- a **deal** — it accepts the other seat's latest claim, e.g. ``Deal: you get (…) and I get the
-  rest (…).``;
+- a **deal** — it accepts the other seat's latest claim, e.g. ``Deal: I get (…) and you get
+  (…).``;
 
-Claims and deals spell out both shares, the writer's and the reader's, so the proposal that
-closes a deal is a share already written in the dialogue: a learner copies it instead of
-subtracting counts (a 135M model that learned from claims naming one share proposed the share
-it had just read, for itself, in self-play).
+Claims and deals spell out both shares, the writer's first: so each seat's closing proposal is
+the first share of its own last message, a share already written in the dialogue that a learner
+can copy instead of subtracting counts. (A 135M model that learned from claims naming one share
+proposed the share it had just read, for itself; one that learned from deals naming the reader's
+share first proposed the same share from both seats.)
 - a **values statement** — e.g. ``My values: a book is worth 2, a hat 1, a ball 3.``
 
 Every wording of a claim, a deal or a values statement is read back by ``claim_in``, ``deal_in``
@@ -30,12 +31,25 @@ from collections.abc import Sequence
 
 from stratagem.games.dond import Items, render_share
 
-_SHARE = r"\(?\s*(\d+)\s*books?\s*,\s*(\d+)\s*hats?\s*,?\s*(?:and\s+)?(\d+)\s*balls?\s*\)?"
+
+def _share_pattern(count: str) -> str:
+    """A share's pattern, ``(x books, y hats, z balls)``, with ``count`` for each number."""
+    return rf"\(?\s*{count}\s*books?\s*,\s*{count}\s*hats?\s*,?\s*(?:and\s+)?{count}\s*balls?\s*\)?"
+
+
+_SHARE = _share_pattern(r"(\d+)")  # captures the three counts
 _CLAIM = re.compile(
     r"\bI(?:'d|\s+would)?\s+(?:ask\s+for|want|take|get|keep|like|propose\s+to\s+keep)\s*" + _SHARE,
     re.I,
 )
-_DEAL = re.compile(r"\bdeal\b[:,!.]?\s+you\s+get\s*" + _SHARE, re.I)
+# a deal names the reader's share after "you get", optionally after the writer's own share
+_DEAL = re.compile(
+    r"\bdeal\b[:,!.]?\s+(?:I\s+(?:get|keep|take)\s*(?:the\s+rest\s*)?"
+    + _share_pattern(r"\d+")
+    + r"\s*[,;]?\s*(?:and\s+|so\s+)?)?you\s+get\s*"
+    + _SHARE,
+    re.I,
+)
 _VALUES = re.compile(
     r"(?:my values:|to me,?)\s*a book is worth (\d+), a hat (\d+),? (?:and )?a ball (\d+)", re.I
 )
@@ -49,10 +63,10 @@ CLAIMS = (
     "I would like {s}, and you take {rest}.",
 )
 DEALS = (
-    "Deal: you get {s} and I get {rest}.",
-    "Agreed. Deal, you get {s}; I keep {rest}.",
-    "That works for me. Deal! You get {s} and I take {rest}.",
-    "Fine by me. Deal. You get {s}, {rest} is mine.",
+    "Deal: I get {rest} and you get {s}.",
+    "Agreed. Deal, I keep {rest}; you get {s}.",
+    "That works for me. Deal! I take {rest} and you get {s}.",
+    "Fine by me. Deal. I keep {rest}, so you get {s}.",
 )
 VALUES = (
     "My values: a book is worth {0}, a hat {1}, a ball {2}.",
@@ -72,9 +86,7 @@ def claim_text(share: Items, rest: Items, wording: int = 0) -> str:
 def deal_text(their_share: Items, rest: Items, wording: int = 0) -> str:
     """Returns the message accepting the other seat's claim ``their_share``, the writer keeping
     ``rest`` (the complement), in wording ``wording``."""
-    return DEALS[wording % len(DEALS)].format(
-        s=render_share(their_share), rest=f"the rest {render_share(rest)}"
-    )
+    return DEALS[wording % len(DEALS)].format(s=render_share(their_share), rest=render_share(rest))
 
 
 def values_text(values: Items, wording: int = 0) -> str:
@@ -89,7 +101,10 @@ def _share(match: re.Match[str] | None) -> Items | None:
 
 
 def claim_in(message: str) -> Items | None:
-    """Returns the share a message claims for its writer (the last claim in it), or None."""
+    """Returns the share a message claims for its writer (the last claim in it), or None; a deal
+    accepts a claim rather than making one, so a deal message claims nothing."""
+    if _DEAL.search(message):
+        return None
     return _share(next(reversed(list(_CLAIM.finditer(message))), None))
 
 
