@@ -104,3 +104,30 @@ def test_opponent_card_hidden_until_showdown():
     obs = state.observe(0)
     assert obs.view.past[1].their_card == state.cards[1][1]
     assert f"opponent showed {state.cards[1][1]}" in obs.prompt
+
+
+def test_infoset_probes_are_the_chats_the_seats_see_in_play():
+    """The exact-exploitability probe asks a model what it is asked in play (chat style)."""
+    from stratagem.game import chat_for
+    from stratagem.games.kuhn import infoset_key
+    from stratagem.play import play_one
+
+    seen: dict[str, list[dict[str, str]]] = {}
+
+    class Recorder(type(get_strategy("kuhn", "RandomLegal"))):  # type: ignore[misc]
+        def act(self, batch):
+            for obs in batch:
+                if obs.view.hand == 0:
+                    seen[infoset_key(obs.view.card, obs.view.history)] = chat_for(obs)
+            return super().act(batch)
+
+    game = get_game("kuhn")
+    for seed in range(200):
+        play_one(game, [Recorder(), Recorder()], seed)
+    probes = game.infoset_observations()
+    assert set(seen) == set(INFOSETS)
+    assert all(chat_for(probes[key]) == chat for key, chat in seen.items())
+    single = get_game("kuhn", prompt_style="single").infoset_observations()
+    assert all(
+        not o.history and o.prompt.startswith("This is the first hand") for o in single.values()
+    )

@@ -19,7 +19,14 @@ from types import MappingProxyType
 from typing import Any
 
 from stratagem.errors import GameError
-from stratagem.game import Observation, RoundResult, SafetyWeights, Seat, check_prompt_style
+from stratagem.game import (
+    Message,
+    Observation,
+    RoundResult,
+    SafetyWeights,
+    Seat,
+    check_prompt_style,
+)
 from stratagem.games.registry import GAMES
 from stratagem.parsing import parse_action
 from stratagem.seeding import derive
@@ -278,11 +285,19 @@ class Kuhn:
         return game_tree()
 
     def infoset_observations(self) -> dict[str, Observation[KuhnView]]:
-        """Returns an observation for each of the 12 information sets (first hand), each with the
-        whole hand in one prompt (no chat history exists outside an episode)."""
+        """Returns an observation for each of the 12 information sets (first hand) as the seat
+        sees it there in play, so a model's probed policy is the one it plays: with the ``chat``
+        prompt style the new user turn after a chat that holds the seat's own earlier decision of
+        the hand, answered with the bare action token (as demonstrations answer it); with
+        ``single``, the whole hand in one prompt."""
+        observations = infoset_observations()
+        if self._params["prompt_style"] != "chat":
+            return {
+                k: dataclasses.replace(o, prompt=render(o.view)) for k, o in observations.items()
+            }
         return {
-            key: dataclasses.replace(obs, prompt=render(obs.view))
-            for key, obs in infoset_observations().items()
+            key: dataclasses.replace(obs, history=_earlier_turns(obs.view, observations))
+            for key, obs in observations.items()
         }
 
     def parse(self, text: str, legal: tuple[str, ...]) -> Act | None:
@@ -375,6 +390,18 @@ def _decision_node(cards: tuple[str, str], history: History) -> EagerNode:
     legal = LEGAL[history]
     children = tuple(_decision_node(cards, (*history, a)) for a in legal)
     return EagerNode.decision(player, infoset_key(cards[player], history), tuple(legal), children)
+
+
+def _earlier_turns(
+    view: KuhnView, observations: Mapping[str, Observation[KuhnView]]
+) -> tuple[Message, ...]:
+    """The seat's chat before ``view`` in the first hand: each of its earlier decisions of the
+    hand (the user turn it saw there, then its action token)."""
+    turns: list[Message] = []
+    for i in range(0 if view.first else 1, len(view.history), 2):  # this seat's positions
+        earlier = observations[infoset_key(view.card, view.history[:i])]
+        turns += [Message("user", earlier.prompt), Message("assistant", str(view.history[i]))]
+    return tuple(turns)
 
 
 def infoset_observations() -> dict[str, Observation[KuhnView]]:
