@@ -117,11 +117,6 @@ class KuhnView:
     past: tuple[PastHand, ...]
     legal: tuple[Act, ...]
 
-    @property
-    def infoset(self) -> str:
-        """The information-set key of this decision: own card and the betting so far."""
-        return infoset_key(self.card, self.history)
-
 
 class KuhnState:
     """Six hands of Kuhn poker in progress; a round is a hand."""
@@ -170,11 +165,7 @@ class KuhnState:
 
     def apply(self, actions: Mapping[Seat, Act]) -> RoundResult | None:
         """Applies the action of the seat to act; returns the hand when it ends, else None.
-
-        Raises:
-            GameError: ``actions`` is not exactly one action for the seat to act, or that action
-                is not legal after the betting so far.
-        """
+        Raises ``GameError`` unless ``actions`` is one legal action of the seat to act."""
         seat = self._seat_to_act()
         if set(actions) != {seat}:
             raise GameError(f"kuhn: seat {seat} is to act, got actions for {sorted(actions)}")
@@ -286,18 +277,13 @@ class Kuhn:
 
     def infoset_observations(self) -> dict[str, Observation[KuhnView]]:
         """Returns an observation for each of the 12 information sets (first hand) as the seat
-        sees it there in play, so a model's probed policy is the one it plays: with the ``chat``
-        prompt style the new user turn after a chat that holds the seat's own earlier decision of
-        the hand, answered with the bare action token (as demonstrations answer it); with
-        ``single``, the whole hand in one prompt."""
+        sees it there in play (``single``: the whole hand in one prompt, no chat)."""
         observations = infoset_observations()
-        if self._params["prompt_style"] != "chat":
-            return {
-                k: dataclasses.replace(o, prompt=render(o.view)) for k, o in observations.items()
-            }
+        if self._params["prompt_style"] == "chat":
+            return observations
         return {
-            key: dataclasses.replace(obs, history=_earlier_turns(obs.view, observations))
-            for key, obs in observations.items()
+            k: dataclasses.replace(o, prompt=render(o.view), history=())
+            for k, o in observations.items()
         }
 
     def parse(self, text: str, legal: tuple[str, ...]) -> Act | None:
@@ -392,22 +378,11 @@ def _decision_node(cards: tuple[str, str], history: History) -> EagerNode:
     return EagerNode.decision(player, infoset_key(cards[player], history), tuple(legal), children)
 
 
-def _earlier_turns(
-    view: KuhnView, observations: Mapping[str, Observation[KuhnView]]
-) -> tuple[Message, ...]:
-    """The seat's chat before ``view`` in the first hand: each of its earlier decisions of the
-    hand (the user turn it saw there, then its action token)."""
-    turns: list[Message] = []
-    for i in range(0 if view.first else 1, len(view.history), 2):  # this seat's positions
-        earlier = observations[infoset_key(view.card, view.history[:i])]
-        turns += [Message("user", earlier.prompt), Message("assistant", str(view.history[i]))]
-    return tuple(turns)
-
-
 def infoset_observations() -> dict[str, Observation[KuhnView]]:
-    """An observation for each of the 12 information sets, on the first hand of an episode."""
-    out = {}
-    for history in LEGAL:
+    """An observation for each of the 12 information sets (first hand) with the seat's chat there
+    in play: its earlier decision of the hand, answered with the action token as SFT data is."""
+    out: dict[str, Observation[KuhnView]] = {}
+    for history in LEGAL:  # every history comes after its prefixes
         position = len(history) % 2
         for card in CARDS:
             other = next(c for c in CARDS if c != card)
@@ -415,5 +390,10 @@ def infoset_observations() -> dict[str, Observation[KuhnView]]:
             state = KuhnState(seed=0, cards=(deal,) * HANDS)
             for a in history:
                 state.apply({state._seat_to_act(): a})
-            out[infoset_key(card, history)] = state.observe(position)
+            obs = state.observe(position)
+            if len(history) >= 2:  # this seat acted two moves ago
+                before = out[infoset_key(card, history[:-2])]
+                said = (Message("user", before.prompt), Message("assistant", str(history[-2])))
+                obs = dataclasses.replace(obs, history=(*before.history, *said))
+            out[infoset_key(card, history)] = obs
     return out
