@@ -380,7 +380,7 @@ def _decision_node(cards: tuple[str, str], history: History) -> EagerNode:
 
 def infoset_observations() -> dict[str, Observation[KuhnView]]:
     """An observation for each of the 12 information sets (first hand) with the seat's chat there
-    in play: its earlier decision of the hand, answered with the action token as SFT data is."""
+    in play: its earlier decision of the hand, answered with the bare action token."""
     out: dict[str, Observation[KuhnView]] = {}
     for history in LEGAL:  # every history comes after its prefixes
         position = len(history) % 2
