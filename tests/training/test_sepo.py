@@ -44,6 +44,23 @@ def test_resume_equals_uninterrupted(tiny_args, tmp_path):
     assert [e["loss"] for e in log_full] == [e["loss"] for e in log_res]
 
 
+def test_a_decaying_schedule_resumed_in_parts_equals_an_uninterrupted_run(tiny_args, tmp_path):
+    settings = dict(lr_schedule="linear", lr_decay_steps=4, steps=4)
+    train_sepo(tiny_args(tmp_path / "full", **settings), log=lambda _: None)
+    for steps in (2, 4):
+        resumed_args = tiny_args(tmp_path / "resumed", **{**settings, "steps": steps})
+        train_sepo(resumed_args, log=lambda _: None)
+    full = adapter_tensors(tmp_path / "full/checkpoint-4")
+    resumed = adapter_tensors(tmp_path / "resumed/checkpoint-4")
+    for key in full:
+        assert torch.equal(full[key], resumed[key]), key
+    for run in ("full", "resumed"):
+        log = json.loads((tmp_path / run / "checkpoint-4/trainer_state.json").read_text())["log"]
+        assert [e["lr"] for e in log] == pytest.approx([1e-3, 7.5e-4, 5e-4, 2.5e-4])
+        trainer = torch.load(tmp_path / run / "checkpoint-4/trainer.pt", weights_only=True)
+        assert trainer["optimizer"]["param_groups"][0]["lr"] == pytest.approx(2.5e-4)
+
+
 def test_incomplete_checkpoint_is_ignored_and_drift_refused(tiny_args, tmp_path):
     out = tmp_path / "run"
     train_sepo(tiny_args(out, steps=2), log=lambda _: None)

@@ -10,6 +10,7 @@ import dataclasses
 import pytest
 import torch
 
+from stratagem.training.grpo import scheduled_learning_rate
 from stratagem.training.logprobs import sequence_logprobs
 from stratagem.training.packing import TrainSequence
 from stratagem.training.policy import (
@@ -104,7 +105,10 @@ def test_gradient_checkpointing_gives_the_same_gradients(tiny_args, tmp_path):
         args, policy = tiny_policy(tiny_args, tmp_path / str(flag), lora_dropout=0.0)
         if flag:
             enable_gradient_checkpointing(policy)
-            assert policy.is_activation_checkpointing
+            # transformers renamed the flag (is_gradient_checkpointing before 5.2x)
+            assert getattr(policy, "is_activation_checkpointing", None) or getattr(
+                policy, "is_gradient_checkpointing", False
+            )
         params = [p for p in policy.parameters() if p.requires_grad]
         optimizer = torch.optim.SGD(params, lr=0.0)
         update(policy, optimizer, params, sequences(policy), args)
@@ -115,8 +119,35 @@ def test_gradient_checkpointing_gives_the_same_gradients(tiny_args, tmp_path):
 
 def test_new_options_at_their_defaults_keep_old_fingerprints():
     fingerprint = SEPOArgs().fingerprint()
-    assert not {"ref_refresh_every", "ref_refresh_kl", "gradient_checkpointing"} & set(fingerprint)
+    later = {"ref_refresh_every", "ref_refresh_kl", "gradient_checkpointing", "lr_schedule"}
+    assert not (later | {"lr_decay_steps"}) & set(fingerprint)
     assert SEPOArgs(ref_refresh_every=5).fingerprint()["ref_refresh_every"] == 5
+    assert SEPOArgs(lr_schedule="linear").fingerprint()["lr_schedule"] == "linear"
+
+
+@pytest.mark.parametrize(
+    ("schedule", "decay_steps", "expected"),
+    [
+        ("constant", None, [1e-3, 1e-3, 1e-3, 1e-3]),
+        ("linear", None, [1e-3, 7.5e-4, 5e-4, 2.5e-4]),
+        ("cosine", None, [1e-3, 1e-3 * (2 + 2**0.5) / 4, 5e-4, 1e-3 * (2 - 2**0.5) / 4]),
+        ("linear", 2, [1e-3, 5e-4, 0.0, 0.0]),  # 0 from the horizon on
+    ],
+)
+def test_learning_rate_schedules(schedule, decay_steps, expected):
+    args = SEPOArgs(steps=4, learning_rate=1e-3, lr_schedule=schedule, lr_decay_steps=decay_steps)
+    rates = [scheduled_learning_rate(args, step) for step in range(4)]
+    assert rates == pytest.approx(expected, rel=1e-12, abs=1e-18)
+
+
+def test_bad_schedule_settings_are_refused_naming_the_flag():
+    from stratagem.errors import ConfigError
+    from stratagem.settings import build
+
+    with pytest.raises(ConfigError, match="--lr-schedule"):
+        build(SEPOArgs, {"lr_schedule": "step"})
+    with pytest.raises(ConfigError, match="--lr-decay-steps"):
+        build(SEPOArgs, {"lr_schedule": "linear", "lr_decay_steps": 0})
 
 
 def test_lora_wraps_no_vision_module_of_a_multimodal_model():

@@ -111,6 +111,13 @@ class UpdateArgs:
     exceeds this (None: never; Table 17: 0.5)."""
     gradient_checkpointing: bool = False
     """Recompute the decoder's activations in the backward pass: less memory, more time."""
+    lr_schedule: Literal["constant", "linear", "cosine"] = "constant"
+    """How the learning rate moves over the steps: constant, or decaying from the learning rate
+    towards 0 at --lr-decay-steps, linearly or by half a cosine."""
+    lr_decay_steps: Annotated[int, Field(ge=1)] | None = None
+    """Steps over which the schedule decays (None: --steps of this invocation, so a run resumed
+    with more steps follows the longer schedule from where it is; give it to make a run resumed
+    in parts equal an uninterrupted one)."""
 
 
 # options added after runs were made: left out of a run's fingerprint at these defaults, so the
@@ -119,6 +126,8 @@ LATER_OPTIONS: dict[str, Any] = {
     "ref_refresh_every": 0,
     "ref_refresh_kl": None,
     "gradient_checkpointing": False,
+    "lr_schedule": "constant",
+    "lr_decay_steps": None,
     "safety": 1.0,
     "rollout_engine": "hf",
 }

@@ -18,7 +18,8 @@ checkpoints. Each step:
 
 A resumed run restores the adapter, the optimiser, the torch RNG and a refreshed reference, so
 its next step is the step an uninterrupted run would take. ``--gradient-checkpointing``
-recomputes the decoder's activations in the backward pass. ``--rollout-engine`` picks what
+recomputes the decoder's activations in the backward pass; ``--lr-schedule`` decays the learning
+rate step by step (``scheduled_learning_rate``). ``--rollout-engine`` picks what
 samples the rollouts (``engines.rollout_backend``); ``--threads`` sets torch's CPU threads (and
 the llama.cpp engine's) for the rest of the process.
 """
@@ -26,6 +27,7 @@ the llama.cpp engine's) for the rest of the process.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -134,6 +136,28 @@ def learning_rate(args: GRPOArgs) -> float:
     return args.learning_rate
 
 
+def scheduled_learning_rate(args: GRPOArgs, step: int) -> float:
+    """The learning rate of the update of step ``step`` (0-based): ``--learning-rate`` under
+    ``constant``; else decayed by the fraction ``step / horizon`` of ``--lr-decay-steps`` (or
+    ``--steps``) passed, linearly or by half a cosine, reaching 0 at the horizon and staying
+    there. A function of the step alone, so a resumed run takes the rate it would have taken."""
+    rate = learning_rate(args)
+    if args.lr_schedule == "constant":
+        return rate
+    passed = min(step / (args.lr_decay_steps or args.steps), 1.0)
+    if args.lr_schedule == "linear":
+        return rate * (1.0 - passed)
+    return rate * 0.5 * (1.0 + math.cos(math.pi * passed))
+
+
+def apply_schedule(optimizer: Any, args: GRPOArgs, step: int) -> float:
+    """Sets every parameter group's learning rate to step ``step``'s; returns it."""
+    rate = scheduled_learning_rate(args, step)
+    for group in optimizer.param_groups:
+        group["lr"] = rate
+    return rate
+
+
 def train_grpo(args: GRPOArgs, task: GRPOTask, *, torch_seed: str, log: Log = print) -> Path:
     """Run (or resume) GRPO on ``task``; returns the run folder.
 
@@ -181,9 +205,11 @@ def train_grpo(args: GRPOArgs, task: GRPOTask, *, torch_seed: str, log: Log = pr
             rolled_out = task.rollouts(step)
             sequences = sequences_of(rolled_out.samples, args.packing)
             rolled = time.perf_counter()
+            rate = apply_schedule(optimizer, args, step)
             epochs = update(policy, optimizer, params, sequences, args, reference=reference)
             seconds = (rolled - start, time.perf_counter() - start)
             entry = step_entry(step + 1, rolled_out, sequences, seconds, epochs)
+            entry["lr"] = rate
             if reference.due(step + 1, epochs[-1]["kl"], args):
                 reference.refresh(policy)
                 entry["reference_refreshed"] = True
