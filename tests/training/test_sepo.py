@@ -256,3 +256,13 @@ def test_sft_adapter_is_the_start_and_the_kl_reference(tiny_args, tiny_model, tm
     )
     with torch.no_grad():
         assert torch.allclose(stacked.model(input_ids=ids).logits, want, atol=1e-5)
+
+
+def test_a_step_with_the_best_responder_trains_against_it(tiny_args, tmp_path):
+    out = tmp_path / "br"
+    train_sepo(tiny_args(out, steps=1, exploit_best_response=True), log=lambda _: None)
+    entry = json.loads((out / "checkpoint-1/trainer_state.json").read_text())["log"][0]
+    # the exploitability of the policy that played the step, logged with it: a random LM plays
+    # near uniformly, whose exploitability is 11/24
+    assert entry["exploitability"] == pytest.approx(11 / 24, abs=0.05)
+    assert entry["signal_tokens"] > 0

@@ -128,6 +128,7 @@ LATER_OPTIONS: dict[str, Any] = {
     "gradient_checkpointing": False,
     "lr_schedule": "constant",
     "lr_decay_steps": None,
+    "exploit_best_response": False,
     "safety": 1.0,
     "rollout_engine": "hf",
 }

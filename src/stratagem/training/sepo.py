@@ -53,16 +53,20 @@ Where this departs from the paper, on purpose:
   0.5`` asks for Table 17's refresh; gradient checkpointing is off unless
   ``--gradient-checkpointing``;
 - the reference is the policy's own weights with the adapter disabled, in the policy's dtype:
-  Table 17's 4-bit quantised reference is not built.
+  Table 17's 4-bit quantised reference is not built;
+- an addition, off by default: ``--exploit-best-response`` (Kuhn) adds the exact best response
+  to the current policy to the exploit pool (``best_responder.py``), since fixed exploiters stop
+  penalising a policy that beats them long before it stops being exploitable.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from stratagem.agent import Agent
 from stratagem.agents.llm import LLMAgent
@@ -74,12 +78,15 @@ from stratagem.games import get_game
 from stratagem.metrics.actions import action_rates
 from stratagem.metrics.sepo import SEPOGame, as_sepo_game
 from stratagem.play import EpisodeSpec, play
+from stratagem.pools import Pools
 from stratagem.seeding import derive
 from stratagem.settings import NonNegativeFloat, OutFolder, PositiveFloat
 from stratagem.strategies import get_pools
 from stratagem.trace import Trace
 from stratagem.training import engines
 from stratagem.training.args import GRPOArgs, check_policy, require_at_least
+from stratagem.training.best_responder import BEST_RESPONSE, best_response_to, with_best_response
+from stratagem.training.best_responder import GAMES as BEST_RESPONSE_GAMES
 from stratagem.training.checkpoints import TrainerState
 from stratagem.training.engines import check_rollout_engine
 from stratagem.training.grpo import Log, StepRollouts, train_grpo
@@ -130,6 +137,9 @@ class SEPOArgs(GRPOArgs):
     """Sampling temperature of the rollouts; log-probs and KL are taken at it too."""
     eval_episodes: int = 20
     """Episodes per opponent in the checkpoint evaluation (0: skip it)."""
+    exploit_best_response: bool = False
+    """Kuhn: add to the exploit pool the exact best response to the policy, recomputed before
+    every step (training only: evaluation keeps the game's pools)."""
 
     def check(self) -> None:
         """Refuse, before any model loads, what SEPO cannot train or would silently misread.
@@ -159,6 +169,11 @@ class SEPOArgs(GRPOArgs):
         require_at_least(self, minimums)
         if self.temperature <= 0:
             raise ConfigError("SEPO samples its rollouts: --temperature must be above 0")
+        if self.exploit_best_response and self.game not in BEST_RESPONSE_GAMES:
+            raise ConfigError(
+                "--exploit-best-response needs a game whose exact best response is computed "
+                f"({', '.join(BEST_RESPONSE_GAMES)}), not {self.game}"
+            )
         check_policy(self)
         check_rollout_engine(self)
 
@@ -192,19 +207,28 @@ class SEPOArgs(GRPOArgs):
 # ---- rollouts ----
 
 
-def rollout_specs(agent: Agent, game: Game, args: SEPOArgs, step: int) -> list[EpisodeSpec]:
+def rollout_specs(
+    agent: Agent,
+    game: Game,
+    args: SEPOArgs,
+    step: int,
+    pools: Pools | None = None,
+    opponents: Mapping[str, Agent] | None = None,
+) -> list[EpisodeSpec]:
     """The step's episodes, ``agent`` in seat 0: n per trained group (one seed per group, rollout
     r as the scenario of a ``RolloutGame``), plus the auxiliary episodes of ``shared`` (per
     group, one per exploit and collusive opponent) and ``per_rollout`` (per rollout, one freshly
-    drawn exploit and one collusive opponent)."""
-    pools = get_pools(game.name)
+    drawn exploit and one collusive opponent). ``pools``: the game's own unless given;
+    ``opponents``: agents for pool members that are not registered strategies."""
+    pools = pools or get_pools(game.name)
     specs = []
 
     def spec(episode_id: str, seed: int, opponent: str, meta: dict, rollout=None) -> EpisodeSpec:
-        agents = (agent, opponent_agent(game.name, opponent))
+        other = (opponents or {}).get(opponent) or opponent_agent(game.name, opponent)
+        agents = (agent, other)
         return EpisodeSpec(episode_id, seed, agents, {"seat": 0, **meta}, scenario=rollout)
 
-    for pool, name in groups_for(game.name, args.penalty):
+    for pool, name in groups_for(game.name, args.penalty, pools):
         seed = derive(args.seed, "sepo", step, name)
         for r in range(args.rollouts):
             meta = {"pool": pool, "opponent": name, "rollout": r}
@@ -239,10 +263,16 @@ def rollout_backend(policy: Any, tokenizer: Any, args: SEPOArgs) -> RolloutBacke
     return engines.rollout_backend(policy, tokenizer, args, f"sepo:{args.model}")
 
 
-def rollout(agent: LLMAgent, args: SEPOArgs, step: int) -> list[Trace]:
+def rollout(
+    agent: LLMAgent,
+    args: SEPOArgs,
+    step: int,
+    pools: Pools | None = None,
+    opponents: Mapping[str, Agent] | None = None,
+) -> list[Trace]:
     """Plays the step's episodes together (one batched generation per tick); rollouts of a
     group share their episode seed and differ only in the agent's sampling."""
-    specs = rollout_specs(agent, agent.game, args, step)
+    specs = rollout_specs(agent, agent.game, args, step, pools, opponents)
     return list(play(group_game(agent.game), specs, max_live=len(specs)))
 
 
@@ -261,6 +291,8 @@ class SEPOTask:
         self.evaluates = bool(args.eval_episodes)
         self.agent: LLMAgent | None = None
         self.backend: RolloutBackend | None = None
+        pools = get_pools(self.game.name)
+        self.pools = with_best_response(pools) if args.exploit_best_response else pools
 
     def start(self, policy: Any, tokenizer: Any) -> None:
         """Builds the rollout agent on the policy."""
@@ -273,12 +305,19 @@ class SEPOTask:
         """The step's rollouts, their groups' shaped rewards and the turns they train."""
         assert self.agent is not None and self.backend is not None, "start() builds the agent"
         self.backend.reset_prefix_cache()  # the weights changed: no stale KV
-        traces = rollout(self.agent, self.args, step)
-        groups = step_groups(traces, self.game, self.args)
+        opponents: dict[str, Agent] = {}
+        gain = None
+        if self.args.exploit_best_response:  # the best response to the policy as it is now
+            responder, gain = best_response_to(self.agent, self.game)
+            opponents[BEST_RESPONSE] = cast(Agent, responder)  # a Strategy's name is read-only
+        traces = rollout(self.agent, self.args, step, self.pools, opponents)
+        groups = step_groups(traces, self.game, self.args, self.pools)
         summary = {
             "reward": _mean([float(g.rewards.sum(-1).mean()) for g in groups]),
             "penalty": _mean([p for g in groups for p in g.penalties]),
         }
+        if gain is not None:
+            summary["exploitability"] = gain  # of the policy that played this step
         return StepRollouts(turns_from(groups, self.game, self.args), summary)
 
     def evaluate(self, policy: Any, tokenizer: Any, step: int) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import torch
 from stratagem.errors import ConfigError
 from stratagem.game import SafetyWeights
 from stratagem.metrics.sepo import SEPOGame, as_sepo_game
+from stratagem.pools import Pools
 from stratagem.strategies import get_pools
 from stratagem.trace import Trace
 from stratagem.training.advantages import (
@@ -91,9 +92,12 @@ class Group:
     penalties: list[float] = field(default_factory=list)  # P per rollout (shared, per_rollout)
 
 
-def groups_for(game: str, penalty_mode: str) -> list[tuple[str, str]]:
-    """(pool, opponent) of every group whose episodes a step trains on."""
-    pools = get_pools(game)
+def groups_for(
+    game: str, penalty_mode: str, pools: Pools | None = None
+) -> list[tuple[str, str]]:
+    """(pool, opponent) of every group whose episodes a step trains on (``pools``: the game's
+    own unless given)."""
+    pools = pools or get_pools(game)
     wanted = ("train", "exploit", "collusive") if penalty_mode == "own_episodes" else ("train",)
     return [(pool, name) for pool in wanted for name in getattr(pools, pool)]
 
@@ -131,12 +135,15 @@ def scaled(weights: SafetyWeights, factor: float) -> SafetyWeights:
     )
 
 
-def step_groups(traces: list[Trace], game: Any, args: RewardSettings) -> list[Group]:
-    """The trained groups of a step with their per-round rewards, shaped by the penalty mode."""
+def step_groups(
+    traces: list[Trace], game: Any, args: RewardSettings, pools: Pools | None = None
+) -> list[Group]:
+    """The trained groups of a step with their per-round rewards, shaped by the penalty mode
+    (``pools``: the game's own unless given)."""
     game = as_sepo_game(game)
     s = payoff_scale(game, args.normalise)
     weights = scaled(game.safety.for_phase("train"), args.safety)
-    pools = get_pools(game.name)
+    pools = pools or get_pools(game.name)
     complete = [t for t in traces if t.status == "complete"]
     trained: dict[str, list[Trace]] = defaultdict(list)
     aux: dict[str, list[Trace]] = defaultdict(list)
@@ -146,7 +153,7 @@ def step_groups(traces: list[Trace], game: Any, args: RewardSettings) -> list[Gr
         else:
             trained[t.meta["opponent"]].append(t)
     groups = []
-    for pool, name in groups_for(game.name, args.penalty):
+    for pool, name in groups_for(game.name, args.penalty, pools):
         group = sorted(trained.get(name, []), key=lambda t: t.meta["rollout"])
         if not group:
             continue  # every rollout of this group failed: it has nothing to train on

@@ -1,0 +1,56 @@
+"""An exploiter that knows the policy it plays: the exact best response to the trained policy
+(SEPO's ``--exploit-best-response``; Kuhn, the game with an exact best response today).
+
+SEPO's exploit pool is a few fixed strategies, and the safety term can push only against what
+they exploit: once the policy beats them, their penalty is spent while a best responder still
+gains (docs/results.md, Kuhn). In Kuhn the best response to a policy is exact and cheap, so
+before each step's rollouts the trained policy's action distribution at the 12 information sets
+is read (``metrics.kuhn.policy_of``, as exact exploitability reads it) and the best response to
+it in both positions joins the exploit pool as ``BestResponse``. Its episodes are rewarded like
+every exploit group's (``−λe · (payoff_o − payoff_agent)``), so the λ = 0 control is unchanged by
+it. Checkpoint evaluation keeps the game's own pools: J stays comparable with runs without it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from stratagem.agent import Agent, Strategy
+from stratagem.games.kuhn import KuhnView, infoset_key
+from stratagem.metrics.kuhn import policy_of
+from stratagem.pools import Pools
+from stratagem.solvers.best_response import best_response_policy, exploitability
+
+BEST_RESPONSE = "BestResponse"
+GAMES = ("kuhn",)  # games whose SEPO exploit pool can hold the exact best response
+
+
+@dataclass
+class BestResponse(Strategy):
+    """Plays ``policy`` (information set -> {action: probability}, both positions): here the pure
+    best response to another policy."""
+
+    policy: dict[str, dict[str, float]]
+    game: ClassVar[str] = "kuhn"
+
+    def probabilities(self, view: KuhnView) -> dict[Any, float]:
+        """The policy's distribution at the information set of ``view`` (own card and the
+        betting so far in this hand)."""
+        chosen = self.policy[infoset_key(view.card, view.history)]
+        return {act: chosen.get(str(act), 0.0) for act in view.legal}
+
+
+def best_response_to(agent: Agent, game: Any) -> tuple[BestResponse, float]:
+    """The exact best response to ``agent``'s policy in both positions, and what it gains beyond
+    the game value (the policy's exact exploitability)."""
+    policy = policy_of(agent, game)
+    root = game.game_tree()
+    response = {**best_response_policy(root, 0, policy), **best_response_policy(root, 1, policy)}
+    return BestResponse(response), exploitability(root, policy)
+
+
+def with_best_response(pools: Pools) -> Pools:
+    """``pools`` with ``BestResponse`` added to the exploit pool."""
+    return dataclasses.replace(pools, exploit=(*pools.exploit, BEST_RESPONSE))
