@@ -75,5 +75,7 @@ def test_the_responder_plays_in_the_exploit_pool_only_when_asked():
 def test_the_option_is_refused_where_no_exact_best_response_exists():
     with pytest.raises(ConfigError, match="--exploit-best-response"):
         SEPOArgs(game="ipd", exploit_best_response=True).check()
+    with pytest.raises(ConfigError, match="own_episodes"):  # no gradient from exploit episodes
+        SEPOArgs(penalty="per_rollout", exploit_best_response=True).check()
     assert "exploit_best_response" not in SEPOArgs().fingerprint()  # old runs resume
     assert SEPOArgs(exploit_best_response=True).fingerprint()["exploit_best_response"] is True

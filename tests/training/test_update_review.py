@@ -10,6 +10,7 @@ import dataclasses
 import pytest
 import torch
 
+from stratagem.training.bargaining_grpo import BargainingArgs
 from stratagem.training.grpo import scheduled_learning_rate
 from stratagem.training.logprobs import sequence_logprobs
 from stratagem.training.packing import TrainSequence
@@ -148,6 +149,11 @@ def test_bad_schedule_settings_are_refused_naming_the_flag():
         build(SEPOArgs, {"lr_schedule": "step"})
     with pytest.raises(ConfigError, match="--lr-decay-steps"):
         build(SEPOArgs, {"lr_schedule": "linear", "lr_decay_steps": 0})
+    with pytest.raises(ConfigError, match="--lr-decay-steps needs a decaying"):
+        SEPOArgs(lr_decay_steps=4).check()  # constant: nothing would read it
+    with pytest.raises(ConfigError, match="--lr-decay-steps must be at least 1"):
+        BargainingArgs(lr_schedule="cosine", lr_decay_steps=0).check()
+    assert BargainingArgs(lr_schedule="cosine").fingerprint()["lr_schedule"] == "cosine"
 
 
 def test_lora_wraps_no_vision_module_of_a_multimodal_model():

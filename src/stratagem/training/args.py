@@ -243,6 +243,20 @@ def check_adapters(args: PolicyArgs) -> None:
             raise ConfigError(f"--adapter {folder}: no such adapter folder")
 
 
+def check_schedule(args: GRPOArgs) -> None:
+    """Refuse a learning-rate horizon that nothing reads or that is not a step count.
+
+    Raises:
+        ConfigError: naming ``--lr-decay-steps``.
+    """
+    if args.lr_decay_steps is None:
+        return
+    if args.lr_schedule == "constant":
+        raise ConfigError("--lr-decay-steps needs a decaying --lr-schedule (linear or cosine)")
+    if args.lr_decay_steps < 1:
+        raise ConfigError(f"--lr-decay-steps must be at least 1, got {args.lr_decay_steps}")
+
+
 def check_policy(args: PolicyArgs) -> None:
     """``check_lora_dropout`` then ``check_adapters``.
 

@@ -99,6 +99,7 @@ from stratagem.training.args import (
     GRPOArgs,
     check_adapters,
     check_lora_dropout,
+    check_schedule,
     require_at_least,
 )
 from stratagem.training.bargaining_report import (
@@ -196,6 +197,7 @@ class BargainingArgs(GRPOArgs):
             training_game(self)  # a missing file or a bad price is refused before a model loads
         check_adapters(self)
         check_rollout_engine(self)
+        check_schedule(self)
 
     @property
     def evaluates(self) -> bool:

@@ -5,10 +5,16 @@ SEPO's exploit pool is a few fixed strategies, and the safety term can push only
 they exploit: once the policy beats them, their penalty is spent while a best responder still
 gains (docs/results.md, Kuhn). In Kuhn the best response to a policy is exact and cheap, so
 before each step's rollouts the trained policy's action distribution at the 12 information sets
-is read (``metrics.kuhn.policy_of``, as exact exploitability reads it) and the best response to
-it in both positions joins the exploit pool as ``BestResponse``. Its episodes are rewarded like
-every exploit group's (``−λe · (payoff_o − payoff_agent)``), so the λ = 0 control is unchanged by
-it. Checkpoint evaluation keeps the game's own pools: J stays comparable with runs without it.
+is read as the exact-exploitability metric reads it (``metrics.kuhn.policy_of``: the answer-at-
+once distribution over legal actions, on the first hand's prompts) and the pure best response
+to that policy, in both positions, joins the exploit pool as ``BestResponse``. It answers that
+reading of the policy, a stand-in for what the rollouts sample (at their temperature, with
+free text, and with earlier hands in view in hands 2-6). Its episodes are rewarded like every
+exploit group's (``−λe · (payoff_o − payoff_agent)``, only under ``--penalty own_episodes``,
+where exploit episodes carry a gradient); the extra group also joins the step's pooled standard
+deviation and takes a third of the exploit pool's weight, so a comparison should run both of
+its arms (λ = 1 and the λ = 0 control) with the same pools. Checkpoint evaluation keeps the
+game's own pools: J stays comparable with runs without it.
 """
 
 from __future__ import annotations

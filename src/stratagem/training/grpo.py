@@ -144,7 +144,8 @@ def scheduled_learning_rate(args: GRPOArgs, step: int) -> float:
     rate = learning_rate(args)
     if args.lr_schedule == "constant":
         return rate
-    passed = min(step / (args.lr_decay_steps or args.steps), 1.0)
+    horizon = args.steps if args.lr_decay_steps is None else args.lr_decay_steps
+    passed = min(step / horizon, 1.0)
     if args.lr_schedule == "linear":
         return rate * (1.0 - passed)
     return rate * 0.5 * (1.0 + math.cos(math.pi * passed))

@@ -84,7 +84,7 @@ from stratagem.settings import NonNegativeFloat, OutFolder, PositiveFloat
 from stratagem.strategies import get_pools
 from stratagem.trace import Trace
 from stratagem.training import engines
-from stratagem.training.args import GRPOArgs, check_policy, require_at_least
+from stratagem.training.args import GRPOArgs, check_policy, check_schedule, require_at_least
 from stratagem.training.best_responder import BEST_RESPONSE, best_response_to, with_best_response
 from stratagem.training.best_responder import GAMES as BEST_RESPONSE_GAMES
 from stratagem.training.checkpoints import TrainerState
@@ -138,8 +138,9 @@ class SEPOArgs(GRPOArgs):
     eval_episodes: int = 20
     """Episodes per opponent in the checkpoint evaluation (0: skip it)."""
     exploit_best_response: bool = False
-    """Kuhn: add to the exploit pool the exact best response to the policy, recomputed before
-    every step (training only: evaluation keeps the game's pools)."""
+    """Kuhn, --penalty own_episodes: add to the exploit pool the exact best response to the
+    policy as the exploitability metric reads it, recomputed before every step (training only:
+    evaluation keeps the game's pools)."""
 
     def check(self) -> None:
         """Refuse, before any model loads, what SEPO cannot train or would silently misread.
@@ -174,8 +175,15 @@ class SEPOArgs(GRPOArgs):
                 "--exploit-best-response needs a game whose exact best response is computed "
                 f"({', '.join(BEST_RESPONSE_GAMES)}), not {self.game}"
             )
+        if self.exploit_best_response and self.penalty != "own_episodes":
+            # shared cancels in the baseline; per_rollout's penalty ignores the rollout's actions
+            raise ConfigError(
+                "--exploit-best-response trains only with --penalty own_episodes, not "
+                f"{self.penalty}: the other modes carry no gradient from exploit episodes"
+            )
         check_policy(self)
         check_rollout_engine(self)
+        check_schedule(self)
 
     def resolved(self) -> SEPOArgs:
         """Returns these args with unset per-game defaults filled from the game's
