@@ -259,9 +259,17 @@ def test_sft_adapter_is_the_start_and_the_kl_reference(tiny_args, tiny_model, tm
 
 
 def test_a_step_with_the_best_responder_trains_against_it(tiny_args, tmp_path):
-    out = tmp_path / "br"
-    train_sepo(tiny_args(out, steps=1, exploit_best_response=True), log=lambda _: None)
-    entry = json.loads((out / "checkpoint-1/trainer_state.json").read_text())["log"][0]
+    entries = {}
+    for flag in (False, True):
+        out = tmp_path / str(flag)
+        train_sepo(tiny_args(out, steps=1, exploit_best_response=flag), log=lambda _: None)
+        state = json.loads((out / "checkpoint-1/trainer_state.json").read_text())
+        entries[flag] = state["log"][0]
+    entry = entries[True]
+    # its group's rollouts are trained on: more samples and sequences than without it
+    assert entry["samples"] > entries[False]["samples"]
+    assert entry["sequences"] == entries[False]["sequences"] + 2  # 2 rollouts, one sequence each
+    assert "exploitability" not in entries[False]
     # the exploitability of the policy that played the step, logged with it: a random LM plays
     # near uniformly, whose exploitability is 11/24
     assert entry["exploitability"] == pytest.approx(11 / 24, abs=0.05)
