@@ -142,7 +142,9 @@ def test_rollouts_carry_the_policys_ids_and_log_probs(tiny_args, tmp_path):
 
 @pytest.mark.slow
 def test_train_sepo_runs_its_rollouts_on_llamacpp(tiny_args, tmp_path, monkeypatch):
-    monkeypatch.setattr(sepo, "groups_for", lambda game, mode: [("train", "NashApprox")])
+    monkeypatch.setattr(
+        sepo, "groups_for", lambda game, mode, pools=None: [("train", "NashApprox")]
+    )
     logs: list[str] = []
     args = tiny_args(
         tmp_path / "run",

@@ -285,7 +285,9 @@ def test_vllm_rollouts_sample_the_synced_policy(tiny_args, sft_adapter, tmp_path
 def test_train_sepo_runs_its_rollouts_on_the_vllm_engine(
     tiny_args, tmp_path, vllm_here, monkeypatch
 ):
-    monkeypatch.setattr(sepo, "groups_for", lambda game, mode: [("train", "NashApprox")])
+    monkeypatch.setattr(
+        sepo, "groups_for", lambda game, mode, pools=None: [("train", "NashApprox")]
+    )
     logs = []
     args = tiny_args(
         tmp_path / "run", steps=2, rollout_engine="vllm", lora_dropout=0.0, learning_rate=0.05
