@@ -1,0 +1,95 @@
+"""The IR acceptance curve: exact rates for scripted seats whose rule is known."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import pytest
+
+from stratagem.agent import Decision, Strategy
+from stratagem.errors import ConfigError
+from stratagem.games.bargaining import Bargaining, BargainingView, Invalid, Turn
+from stratagem.metrics.acceptance import MARGINS, HoldAt, acceptance_curve
+from stratagem.strategies.bargaining import Boulware, NaiveAccepter, accept, offer
+
+GAME = Bargaining(split="validation")
+SCENARIOS = GAME.tournament_scenarios(3, 2, seed=7)
+
+
+@dataclass(frozen=True)
+class Rational(Strategy):
+    """Accepts exactly the open offers that leave it at least as well off as no deal."""
+
+    game = "bargaining"
+
+    def choose(self, view: BargainingView, rng: random.Random) -> Turn:
+        price = view.their_standing
+        if price is not None and not view.listing:
+            good = price >= view.reservation if view.role == "seller" else price <= view.reservation
+            if good:
+                return accept()
+        return offer(view.low if view.role == "buyer" else view.high, view)
+
+
+class Garbled:
+    """An agent whose every answer is refused by the game (the fallback turn is played)."""
+
+    name = "garbled"
+
+    def act(self, batch):
+        return [Decision(Invalid("no action found"), text="???") for _ in batch]
+
+
+@pytest.mark.parametrize("role", ["seller", "buyer"])
+def test_a_seat_that_compares_the_price_steps_at_its_reservation_value(role):
+    curve = acceptance_curve(Rational(), GAME, SCENARIOS, role)
+    assert [r.margin for r in curve.rows] == list(MARGINS)
+    assert all(r.decisions == len(SCENARIOS) for r in curve.rows)
+    assert [r.rate for r in curve.rows] == [1.0] * 4 + [0.0] * 4
+    assert (curve.gain_rate(), curve.violation_rate(), curve.ended_early) == (1.0, 0.0, 0)
+
+
+@pytest.mark.parametrize("role", ["seller", "buyer"])
+def test_the_naive_accepter_is_flat_at_one(role):
+    curve = acceptance_curve(NaiveAccepter(), GAME, SCENARIOS, role)
+    assert [r.rate for r in curve.rows] == [1.0] * len(MARGINS)
+    assert curve.violation_rate() == 1.0
+
+
+def test_boulware_never_accepts_a_loss_and_holds_out_early():
+    # in its first answer Boulware's target is still near its anchor, so it refuses even some
+    # offers that would gain it; an offer beyond its reservation value never
+    for role in ("seller", "buyer"):
+        curve = acceptance_curve(Boulware(), GAME, SCENARIOS, role)
+        assert curve.violation_rate() == 0.0
+        assert curve.gain_rate() < 1.0
+
+
+def test_an_answer_the_game_refuses_counts_as_a_refusal_after_its_fallback():
+    curve = acceptance_curve(Garbled(), GAME, SCENARIOS[:2], "buyer", margins=(-0.2, 0.2))
+    assert [(r.decisions, r.accepted) for r in curve.rows] == [(2, 0), (2, 0)]
+
+
+def test_the_holder_offers_its_price_and_never_accepts():
+    game = Bargaining(split="validation")
+    state = game.from_scenario(SCENARIOS[0], 1)
+    view = state.view(0)
+    turn = HoldAt(123.45).choose(view, random.Random(0))
+    assert [c.name for c in turn.calls][0] == "make_offer"
+    assert turn.calls[0].arg("price") == 123.45
+    assert accept().calls[0].name not in [c.name for c in turn.calls]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"role": "broker"}, "role"),
+        ({"role": "buyer", "margins": (0.1, 1.0)}, "margins"),
+    ],
+)
+def test_bad_settings_are_refused(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        acceptance_curve(Rational(), GAME, SCENARIOS, **kwargs)
+    with pytest.raises(ConfigError, match="no scenarios"):
+        acceptance_curve(Rational(), GAME, [], "buyer")
