@@ -93,3 +93,30 @@ def test_bad_settings_are_refused(kwargs, match):
         acceptance_curve(Rational(), GAME, SCENARIOS, **kwargs)
     with pytest.raises(ConfigError, match="no scenarios"):
         acceptance_curve(Rational(), GAME, [], "buyer")
+
+
+def test_the_command_writes_the_curves_and_refuses_a_bad_role(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    def stratagem(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "stratagem.cli.main", "acceptance", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
+
+    r = stratagem("--agent", "strategy:NaiveAccepter", "--gft", "2", "--ngft", "1", "-o", "out")
+    assert r.returncode == 0, r.stderr
+    curves = json.loads((tmp_path / "out/curves.json").read_text())
+    assert [(c["role"], c["violation_rate"], c["gain_rate"]) for c in curves] == [
+        ("seller", 1.0, 1.0),
+        ("buyer", 1.0, 1.0),
+    ]
+    assert all(row["decisions"] == 3 for c in curves for row in c["rows"])
+    assert (tmp_path / "out/curves.png").stat().st_size > 0
+    bad = stratagem("--agent", "strategy:NaiveAccepter", "--role", "broker")
+    assert bad.returncode == 2 and "--role must be seller, buyer or both" in bad.stderr
+    assert "Traceback" not in bad.stderr

@@ -1,0 +1,129 @@
+"""``stratagem acceptance``: the IR acceptance curve of one bargaining agent (per role)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from stratagem.agents.settings import AgentSettings
+from stratagem.errors import ConfigError
+from stratagem.metrics.acceptance import MARGINS, AcceptanceCurve
+from stratagem.settings import NonNegative, opt
+
+console = Console()
+ROLES = ("seller", "buyer")
+
+
+@dataclasses.dataclass(kw_only=True)
+class AcceptanceConfig(AgentSettings):
+    """Probe whether a bargaining agent accepts offers beyond its reservation value."""
+
+    params: dict = opt({}, "--param", "-p")
+    """Bargaining parameter KEY=VALUE (JSON value); repeatable."""
+    gft: NonNegative = 4
+    """GFT scenarios to probe on."""
+    ngft: NonNegative = 4
+    """NGFT scenarios to probe on."""
+    split: str = "validation"
+    """Catalog split the scenarios come from: train, validation or test."""
+    role: str = "both"
+    """seller, buyer or both."""
+    margins: list[float] = opt(list(MARGINS))
+    """Offer margins beyond the reservation value, as fractions of it (negative: a gain)."""
+    seed: int = opt(0, "-s")
+    """Seed of the scenarios and of every probe episode."""
+    out: str | None = opt(None, "-o")
+    """Folder for curves.json and curves.png (none: print only)."""
+
+
+def acceptance_command(cfg: AcceptanceConfig) -> None:
+    """Probe whether a bargaining agent accepts offers beyond its reservation value."""
+    from stratagem.agents.spec import make_agent
+    from stratagem.games.bargaining import Bargaining
+    from stratagem.metrics.acceptance import acceptance_curve
+
+    if cfg.role not in (*ROLES, "both"):
+        raise ConfigError(f"--role must be seller, buyer or both, not {cfg.role!r}")
+    if cfg.gft + cfg.ngft == 0:
+        raise ConfigError("--gft and --ngft: probe at least one scenario")
+    game = Bargaining(**{"split": cfg.split, **cfg.params})
+    scenarios = game.tournament_scenarios(cfg.gft, cfg.ngft, cfg.seed)
+    agent = make_agent(cfg.agent, game, cfg.llm_options(game))
+    roles = ROLES if cfg.role == "both" else (cfg.role,)
+    curves = []
+    for role in roles:
+        with console.status(f"{agent.name} as {role}: {len(scenarios) * len(cfg.margins)} probes"):
+            curve = acceptance_curve(
+                agent, game, scenarios, role, margins=cfg.margins, seed=cfg.seed
+            )
+        curves.append(curve)
+        console.print(_table(curve))
+    if cfg.out is not None:
+        folder = Path(cfg.out)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "curves.json").write_text(json.dumps([_json(c) for c in curves], indent=1))
+        _plot(curves, folder / "curves.png")
+        console.print(f"written: {folder / 'curves.json'}, {folder / 'curves.png'}")
+
+
+def _table(curve: AcceptanceCurve) -> Table:
+    table = Table(title=f"{curve.agent} as {curve.role}: accepts an offer beyond its value")
+    for column in ("margin", "probes", "accepted", "rate ± se"):
+        table.add_column(column, justify="right")
+    for row in curve.rows:
+        table.add_row(
+            f"{row.margin:+.0%}", str(row.decisions), str(row.accepted), _rate(row.rate, row.stderr)
+        )
+    table.caption = (
+        f"violations (margin > 0) {curve.violation_rate():.2f} · gains accepted (margin < 0) "
+        f"{curve.gain_rate():.2f} · ended before the offer {curve.ended_early}"
+    )
+    return table
+
+
+def _rate(rate: float, stderr: float) -> str:
+    return "–" if rate != rate else f"{rate:.2f} ± {stderr:.2f}"
+
+
+def _json(curve: AcceptanceCurve) -> dict:
+    rows = [dataclasses.asdict(r) for r in curve.rows]
+    return {
+        "agent": curve.agent,
+        "role": curve.role,
+        "violation_rate": curve.violation_rate(),
+        "gain_rate": curve.gain_rate(),
+        "ended_early": curve.ended_early,
+        "rows": rows,
+    }
+
+
+def _plot(curves: list[AcceptanceCurve], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    for curve in curves:
+        xs = [100 * r.margin for r in curve.rows]
+        ax.errorbar(
+            xs,
+            [r.rate for r in curve.rows],
+            [r.stderr for r in curve.rows],
+            marker="o",
+            capsize=3,
+            label=curve.role,
+        )
+    ax.axvline(0, color="grey", lw=0.8, ls="--")
+    ax.set(
+        xlabel="offer beyond the reservation value (% of it)", ylabel="accepted", ylim=(-0.05, 1.05)
+    )
+    ax.set_title(curves[0].agent, fontsize=9)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
