@@ -98,9 +98,9 @@ def test_claims_and_deals_spell_out_both_shares():
                 assert all(render_share(tuple(p)) in written for p in info["proposals"])
 
 
-def test_each_seat_proposes_the_first_share_of_its_own_last_message():
-    """The writer's share comes first in every claim and deal, so one copy rule closes a deal
-    from either seat (the deal's reader-first wording broke it for the seat that wrote it)."""
+def test_each_seat_proposes_the_first_share_of_the_message_it_has_just_read():
+    """The reader's share comes first in every claim and deal, so each seat's closing proposal is
+    the first share of the other seat's last message (one copy rule for both seats)."""
     agreed = 0
     for lam in (1.0, 0.0):
         for trace in tournament(lam=lam):
@@ -109,11 +109,14 @@ def test_each_seat_proposes_the_first_share_of_its_own_last_message():
                 continue
             agreed += 1
             for seat, proposal in enumerate(info["proposals"]):
-                last = [d["text"] for d in info["dialogue"] if d["seat"] == seat][-1]
-                said = [d["text"] for d in info["dialogue"] if d["seat"] == seat][:-1][-1]
-                first = SHARE_TEXT.search(said)
-                assert last == render_share(tuple(proposal)) and first, said
-                assert first.group(0) == render_share(tuple(proposal)), said
+                read = [
+                    d["text"]
+                    for d in info["dialogue"]
+                    if d["seat"] != seat and d["kind"] == "message" and SHARE_TEXT.search(d["text"])
+                ]
+                heard = read[-1]
+                first = SHARE_TEXT.search(heard)
+                assert first and first.group(0) == render_share(tuple(proposal)), heard
     assert agreed >= 250  # measured: 315 of 384
 
 

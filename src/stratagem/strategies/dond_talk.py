@@ -2,16 +2,19 @@
 
 Every negotiator speaks one small language, in several wordings:
 
-- a **claim** — the share its writer wants, e.g. ``I ask for (x books, y hats, z balls); you get
-  the rest (…).`` or ``I want (…); the rest (…) is yours.``;
-- a **deal** — it accepts the other seat's latest claim, e.g. ``Deal: I get (…) and you get
+- a **claim** — the share its writer wants, e.g. ``You get (…) and I ask for (x books, y hats,
+  z balls).`` or ``(…) is yours; I want (…).``;
+- a **deal** — it accepts the other seat's latest claim, e.g. ``Deal: you get (…) and I get
   (…).``;
 
-Claims and deals spell out both shares, the writer's first: so each seat's closing proposal is
-the first share of its own last message, a share already written in the dialogue that a learner
-can copy instead of subtracting counts. (A 135M model that learned from claims naming one share
-proposed the share it had just read, for itself; one that learned from deals naming the reader's
-share first proposed the same share from both seats.)
+Claims and deals spell out both shares, the *reader's* first: so each seat's closing proposal is
+the first share of the other seat's last message — the message it has just read, the nearest
+share in its context — a share already written in the dialogue that a learner can copy instead
+of subtracting counts. (A 135M model that learned from claims naming one share proposed the share
+it had just read, for itself; one that learned from deals naming the reader's share first but
+claims naming the writer's first proposed the same share from both seats; one that learned the
+writer's share first everywhere still proposed the first share of the message it had just read,
+not of its own.)
 - a **values statement** — e.g. ``My values: a book is worth 2, a hat 1, a ball 3.``
 
 Every wording of a claim, a deal or a values statement is read back by ``claim_in``, ``deal_in``
@@ -56,17 +59,17 @@ _VALUES = re.compile(
 
 # {s}: a rendered share; every wording must stay readable by the patterns above (tested)
 CLAIMS = (
-    "I ask for {s}; you get {rest}.",
-    "I want {s}; {rest} is yours.",
-    "How about this: I take {s} and you keep {rest}.",
-    "My offer: I keep {s}, you get {rest}.",
-    "I would like {s}, and you take {rest}.",
+    "You get {rest} and I ask for {s}.",
+    "{rest} is yours; I want {s}.",
+    "How about this: you keep {rest} and I take {s}.",
+    "My offer: you get {rest}, I keep {s}.",
+    "You take {rest}, and I would like {s}.",
 )
 DEALS = (
-    "Deal: I get {rest} and you get {s}.",
-    "Agreed. Deal, I keep {rest}; you get {s}.",
-    "That works for me. Deal! I take {rest} and you get {s}.",
-    "Fine by me. Deal. I keep {rest}, so you get {s}.",
+    "Deal: you get {s} and I get {rest}.",
+    "Agreed. Deal, you get {s}; I keep {rest}.",
+    "That works for me. Deal! You get {s} and I take {rest}.",
+    "Fine by me. Deal. You get {s}, so I keep {rest}.",
 )
 VALUES = (
     "My values: a book is worth {0}, a hat {1}, a ball {2}.",
@@ -78,9 +81,7 @@ VALUES = (
 def claim_text(share: Items, rest: Items, wording: int = 0) -> str:
     """Returns the claim message for ``share`` that grants the other seat ``rest`` (the
     complement), in wording ``wording`` (0: the plain one)."""
-    return CLAIMS[wording % len(CLAIMS)].format(
-        s=render_share(share), rest=f"the rest {render_share(rest)}"
-    )
+    return CLAIMS[wording % len(CLAIMS)].format(s=render_share(share), rest=render_share(rest))
 
 
 def deal_text(their_share: Items, rest: Items, wording: int = 0) -> str:
