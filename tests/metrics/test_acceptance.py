@@ -32,6 +32,17 @@ class Rational(Strategy):
         return offer(view.low if view.role == "buyer" else view.high, view)
 
 
+@dataclass(frozen=True)
+class Overreach(Strategy):
+    """Refuses every open offer and counters 10 % beyond its own reservation value."""
+
+    game = "bargaining"
+
+    def choose(self, view: BargainingView, rng: random.Random) -> Turn:
+        loss = 1.1 if view.role == "buyer" else 0.9
+        return offer(view.reservation * loss, view)
+
+
 class Garbled:
     """An agent whose every answer is refused by the game (the fallback turn is played)."""
 
@@ -66,9 +77,28 @@ def test_boulware_never_accepts_a_loss_and_holds_out_early():
         assert curve.gain_rate() < 1.0
 
 
+@pytest.mark.parametrize("role", ["seller", "buyer"])
+def test_at_its_deadline_boulware_takes_exactly_the_offers_that_gain_it(role):
+    curve = acceptance_curve(Boulware(), GAME, SCENARIOS, role, deadline=True)
+    assert [r.rate for r in curve.rows] == [1.0] * 4 + [0.0] * 4
+    # every refusal counters at its reservation value: a price it can take, never beyond it
+    assert [r.countered for r in curve.rows] == [0] * 4 + [len(SCENARIOS)] * 4
+    assert curve.counter_violation_rate() == 0.0
+
+
+def test_counters_beyond_the_reservation_value_are_counted():
+    for role in ("seller", "buyer"):
+        curve = acceptance_curve(Overreach(), GAME, SCENARIOS, role)
+        assert curve.violation_rate() == 0.0 and curve.counter_violation_rate() == 1.0
+        assert all(r.countered == r.decisions == len(SCENARIOS) for r in curve.rows)
+    first = acceptance_curve(Boulware(), GAME, SCENARIOS, "buyer")
+    assert first.counter_violation_rate() == 0.0  # it opens far below its value
+
+
 def test_an_answer_the_game_refuses_counts_as_a_refusal_after_its_fallback():
     curve = acceptance_curve(Garbled(), GAME, SCENARIOS[:2], "buyer", margins=(-0.2, 0.2))
     assert [(r.decisions, r.accepted) for r in curve.rows] == [(2, 0), (2, 0)]
+    assert [r.countered for r in curve.rows] == [0, 0]  # the fallback turn only waits
 
 
 def test_the_holder_offers_its_price_and_never_accepts():
@@ -116,6 +146,7 @@ def test_the_command_writes_the_curves_and_refuses_a_bad_role(tmp_path):
         ("buyer", 1.0, 1.0),
     ]
     assert all(row["decisions"] == 3 for c in curves for row in c["rows"])
+    assert [c["counter_violation_rate"] for c in curves] == [None, None]  # it never counters
     assert (tmp_path / "out/curves.png").stat().st_size > 0
     bad = stratagem("--agent", "strategy:NaiveAccepter", "--role", "broker")
     assert bad.returncode == 2 and "--role must be seller, buyer or both" in bad.stderr

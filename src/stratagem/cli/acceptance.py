@@ -34,6 +34,8 @@ class AcceptanceConfig(AgentSettings):
     """seller, buyer or both."""
     margins: list[float] = opt(list(MARGINS))
     """Offer margins beyond the reservation value, as fractions of it (negative: a gain)."""
+    deadline: bool = False
+    """Probe the seat's last turn (the round limit set to the probed round)."""
     seed: int = opt(0, "-s")
     """Seed of the scenarios and of every probe episode."""
     out: str | None = opt(None, "-o")
@@ -72,15 +74,21 @@ def acceptance_command(cfg: AcceptanceConfig) -> None:
 
 def _table(curve: AcceptanceCurve) -> Table:
     table = Table(title=f"{curve.agent} as {curve.role}: accepts an offer beyond its value")
-    for column in ("margin", "probes", "accepted", "rate ± se"):
+    for column in ("margin", "probes", "accepted", "rate ± se", "countered", "beyond its value"):
         table.add_column(column, justify="right")
     for row in curve.rows:
         table.add_row(
-            f"{row.margin:+.0%}", str(row.decisions), str(row.accepted), _rate(row.rate, row.stderr)
+            f"{row.margin:+.0%}",
+            str(row.decisions),
+            str(row.accepted),
+            _rate(row.rate, row.stderr),
+            str(row.countered),
+            str(row.countered_beyond),
         )
     table.caption = (
-        f"violations (margin > 0) {curve.violation_rate():.2f} · gains accepted (margin < 0) "
-        f"{curve.gain_rate():.2f} · ended before the offer {curve.ended_early}"
+        f"accepted a loss (margin > 0) {curve.violation_rate():.2f} · accepted a gain (margin < 0)"
+        f" {curve.gain_rate():.2f} · counters beyond its value {curve.counter_violation_rate():.2f}"
+        f" · ended before the offer {curve.ended_early}"
     )
     return table
 
@@ -90,12 +98,16 @@ def _rate(rate: float, stderr: float) -> str:
 
 
 def _json(curve: AcceptanceCurve) -> dict:
+    def number(x: float) -> float | None:  # JSON has no NaN: a rate without decisions is null
+        return None if x != x else x
+
     rows = [dataclasses.asdict(r) for r in curve.rows]
     return {
         "agent": curve.agent,
         "role": curve.role,
-        "violation_rate": curve.violation_rate(),
-        "gain_rate": curve.gain_rate(),
+        "violation_rate": number(curve.violation_rate()),
+        "gain_rate": number(curve.gain_rate()),
+        "counter_violation_rate": number(curve.counter_violation_rate()),
         "ended_early": curve.ended_early,
         "rows": rows,
     }

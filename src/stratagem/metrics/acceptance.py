@@ -10,12 +10,19 @@ than no deal. Tournament metrics see that only through the deals that happened;
 accepts that open offer on its next turn. A seat that compares the price with its reservation
 value accepts only at negative margins (a step at 0); a seat that does not is flat.
 
+The other half of IR is the seat's own price: when it refuses, the probe also reads the
+counter-offer it makes in the same turn, and counts the counters beyond its reservation value
+(an offer that loses it money if the other side accepts, as the time-dependent bargainers would).
+
 The probed seat plays its turns before the offer itself (a probed seller lists in round 1 and
 decides in round 3, a probed buyer decides in round 2); each episode stops after that decision,
-so the prompts are those of the game as configured (its round limit included). A probed turn the
-game has to correct counts as the turn that follows the correction (the game's own fallback turn
-never accepts). Episodes that end before the probed decision (a seller that quits at its listing)
-are counted apart, never as refusals.
+so the prompts are those of the game as configured. With ``deadline=True`` the round limit is set
+to the probed round, so the probed answer is the seat's last turn — where a concession schedule
+reaches the reservation value and a rule-based bargainer takes any offer at least as good.
+
+A probed turn the game has to correct counts as the turn that follows the correction (the game's
+own fallback turn never accepts). Episodes that end before the probed decision (a seller that
+quits at its listing) are counted apart, never as refusals.
 """
 
 from __future__ import annotations
@@ -61,6 +68,8 @@ class AcceptanceRow:
     margin: float
     decisions: int
     accepted: int
+    countered: int = 0  # refusals that made a counter-offer in the same turn
+    countered_beyond: int = 0  # of those, counters beyond the seat's reservation value
 
     @property
     def rate(self) -> float:
@@ -91,6 +100,11 @@ class AcceptanceCurve:
         """The share of offers that would gain the seat (margin < 0) that were accepted."""
         return _pooled(r for r in self.rows if r.margin < 0)
 
+    def counter_violation_rate(self) -> float:
+        """The share of counter-offers (all margins) beyond the seat's reservation value."""
+        n = sum(r.countered for r in self.rows)
+        return sum(r.countered_beyond for r in self.rows) / n if n else math.nan
+
 
 _Live = tuple[Episode, HoldAt, float]  # an episode in play, its counterpart, its margin
 
@@ -113,6 +127,7 @@ def acceptance_curve(
     *,
     margins: Sequence[float] = MARGINS,
     seed: int = 0,
+    deadline: bool = False,
 ) -> AcceptanceCurve:
     """Returns ``agent``'s acceptance rate per margin in ``role`` (module docstring).
 
@@ -122,41 +137,66 @@ def acceptance_curve(
     Raises:
         ConfigError: an unknown role, no scenarios, or a margin outside (−1, 1).
     """
-    if role not in ("seller", "buyer"):
-        raise ConfigError(f"acceptance curve: role must be seller or buyer, not {role!r}")
-    if not scenarios:
-        raise ConfigError("acceptance curve: no scenarios to probe")
-    if any(not -1 < m < 1 for m in margins):
-        raise ConfigError(f"acceptance curve: margins must lie in (-1, 1), got {list(margins)}")
-    seat = SELLER if role == "seller" else BUYER
+    seat = _check(role, scenarios, margins)
+    probe_round = PROBE_ROUND[seat]
+    if deadline:
+        game = Bargaining(**{**game.params, "max_rounds": probe_round})
     live: list[_Live] = []
     for i, (scenario, margin) in enumerate((s, m) for s in scenarios for m in margins):
         seed_i = derive(seed, "probe", i)
         episode = Episode(cast(Game, game), f"probe-{i}", seed_i, ("", ""), scenario=scenario)
         holder = HoldAt(_offer_price(_state(episode).value(seat), seat, margin))
         live.append((episode, holder, margin))
-    accepted = {m: 0 for m in margins}
-    decided = {m: 0 for m in margins}
+    counts = {m: [0, 0, 0, 0] for m in margins}  # decided, accepted, countered, beyond
+    offers_before: dict[str, int] = {}  # the seat's offers when its probed turn began
     ended_early = 0
     while live:
+        for episode, _, _ in live:
+            state = _state(episode)
+            if state.round == probe_round and episode.episode_id not in offers_before:
+                offers_before[episode.episode_id] = len(state.offers[seat])
         _advance(agent, seat, live)
         still = []
         for episode, holder, margin in live:
-            state = _state(episode)
-            if state.price is not None and state.accepted_by == seat:
-                decided[margin] += 1
-                accepted[margin] += 1
-            elif state.round > PROBE_ROUND[seat] or (
-                episode.done and state.round == PROBE_ROUND[seat]
-            ):
-                decided[margin] += 1  # it answered the offer without accepting it (or quit)
-            elif episode.done:
+            tally = _tally(episode, seat, probe_round, offers_before.get(episode.episode_id, 0))
+            if tally is None:
+                still.append((episode, holder, margin))
+            elif not tally:
                 ended_early += 1
             else:
-                still.append((episode, holder, margin))
+                counts[margin] = [a + b for a, b in zip(counts[margin], tally, strict=True)]
         live = still
-    rows = tuple(AcceptanceRow(m, decided[m], accepted[m]) for m in margins)
+    rows = tuple(AcceptanceRow(m, *counts[m]) for m in margins)
     return AcceptanceCurve(agent.name, role, rows, ended_early)
+
+
+def _check(role: str, scenarios: Sequence[Scenario], margins: Sequence[float]) -> int:
+    """Returns the probed seat, or raises ``ConfigError`` (``acceptance_curve``)."""
+    if role not in ("seller", "buyer"):
+        raise ConfigError(f"acceptance curve: role must be seller or buyer, not {role!r}")
+    if not scenarios:
+        raise ConfigError("acceptance curve: no scenarios to probe")
+    if any(not -1 < m < 1 for m in margins):
+        raise ConfigError(f"acceptance curve: margins must lie in (-1, 1), got {list(margins)}")
+    return SELLER if role == "seller" else BUYER
+
+
+def _tally(episode: Episode, seat: int, probe_round: int, before: int) -> list[int] | None:
+    """Returns the probed decision's counts (decided, accepted, countered, beyond), ``[]`` when
+    the episode ended before it, or None while it is still to come."""
+    state = _state(episode)
+    if state.price is not None and state.accepted_by == seat:
+        return [1, 1, 0, 0]
+    if state.round > probe_round or (episode.done and state.round == probe_round):
+        new = state.offers[seat][before:]  # a counter made in the probed turn
+        beyond = bool(new) and _beyond(new[-1], state.value(seat), seat)
+        return [1, 0, int(bool(new)), int(beyond)]  # refused (countered, waited or quit)
+    return [] if episode.done else None
+
+
+def _beyond(price: float, reservation: float, seat: int) -> bool:
+    """Whether a deal at ``price`` would leave ``seat`` worse off than no deal."""
+    return price > reservation if seat == BUYER else price < reservation
 
 
 def _state(episode: Episode) -> BargainingState:
