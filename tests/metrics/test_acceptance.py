@@ -101,6 +101,22 @@ def test_an_answer_the_game_refuses_counts_as_a_refusal_after_its_fallback():
     assert [r.countered for r in curve.rows] == [0, 0]  # the fallback turn only waits
 
 
+class Failing:
+    """An agent whose model call gives up on every decision."""
+
+    name = "failing"
+
+    def act(self, batch):
+        return [Decision(Invalid("no answer"), error="timeout: no reply in 60 s") for _ in batch]
+
+
+def test_a_failed_model_call_is_never_counted_as_a_refusal():
+    curve = acceptance_curve(Failing(), GAME, SCENARIOS[:2], "buyer", margins=(-0.2, 0.2))
+    assert [r.decisions for r in curve.rows] == [0, 0]
+    assert curve.errors == ("timeout: no reply in 60 s",) * 4
+    assert curve.violation_rate() != curve.violation_rate()  # nan: nothing was decided
+
+
 def test_the_holder_offers_its_price_and_never_accepts():
     game = Bargaining(split="validation")
     state = game.from_scenario(SCENARIOS[0], 1)

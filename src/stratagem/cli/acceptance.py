@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from stratagem.agents.settings import AgentSettings
-from stratagem.errors import ConfigError
+from stratagem.errors import ConfigError, IncompleteRunError
 from stratagem.metrics.acceptance import MARGINS, AcceptanceCurve
 from stratagem.settings import NonNegative, opt
 
@@ -61,6 +61,11 @@ def acceptance_command(cfg: AcceptanceConfig) -> None:
         with console.status(f"{agent.name} as {role}: {len(scenarios) * len(cfg.margins)} probes"):
             curve = acceptance_curve(
                 agent, game, scenarios, role, margins=cfg.margins, seed=cfg.seed
+            )
+        if curve.errors:  # a failed model call is never a refusal: nothing is written
+            raise IncompleteRunError(
+                f"{len(curve.errors)} probes of {agent.name} as {role} failed "
+                f"(first: {curve.errors[0]}); nothing written, rerun to retry"
             )
         curves.append(curve)
         console.print(_table(curve))

@@ -22,7 +22,8 @@ reaches the reservation value and a rule-based bargainer takes any offer at leas
 
 A probed turn the game has to correct counts as the turn that follows the correction (the game's
 own fallback turn never accepts). Episodes that end before the probed decision (a seller that
-quits at its listing) are counted apart, never as refusals.
+quits at its listing) are counted apart, and so are episodes whose model call failed (the
+decision carried an error): neither is ever counted as a refusal.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ class AcceptanceCurve:
     role: str
     rows: tuple[AcceptanceRow, ...]
     ended_early: int  # episodes that ended before the probed decision
+    errors: tuple[str, ...] = ()  # episodes whose agent failed (its decision carried an error)
 
     def violation_rate(self) -> float:
         """The share of offers beyond the reservation value (margin > 0) that were accepted."""
@@ -149,7 +151,7 @@ def acceptance_curve(
         live.append((episode, holder, margin))
     counts = {m: [0, 0, 0, 0] for m in margins}  # decided, accepted, countered, beyond
     offers_before: dict[str, int] = {}  # the seat's offers when its probed turn began
-    ended_early = 0
+    ended_early, errors = 0, []
     while live:
         for episode, _, _ in live:
             state = _state(episode)
@@ -159,7 +161,9 @@ def acceptance_curve(
         still = []
         for episode, holder, margin in live:
             tally = _tally(episode, seat, probe_round, offers_before.get(episode.episode_id, 0))
-            if tally is None:
+            if episode.error is not None:
+                errors.append(episode.error)
+            elif tally is None:
                 still.append((episode, holder, margin))
             elif not tally:
                 ended_early += 1
@@ -167,7 +171,7 @@ def acceptance_curve(
                 counts[margin] = [a + b for a, b in zip(counts[margin], tally, strict=True)]
         live = still
     rows = tuple(AcceptanceRow(m, *counts[m]) for m in margins)
-    return AcceptanceCurve(agent.name, role, rows, ended_early)
+    return AcceptanceCurve(agent.name, role, rows, ended_early, tuple(errors))
 
 
 def _check(role: str, scenarios: Sequence[Scenario], margins: Sequence[float]) -> int:
