@@ -11,7 +11,13 @@ from stratagem.agent import Decision, Strategy
 from stratagem.errors import ConfigError
 from stratagem.games.bargaining import Bargaining, BargainingView, Invalid, Turn
 from stratagem.metrics.acceptance import MARGINS, HoldAt, acceptance_curve
-from stratagem.strategies.bargaining import Boulware, NaiveAccepter, accept, offer
+from stratagem.strategies.bargaining import (
+    Boulware,
+    NaiveAccepter,
+    ReservationPrice,
+    accept,
+    offer,
+)
 
 GAME = Bargaining(split="validation")
 SCENARIOS = GAME.tournament_scenarios(3, 2, seed=7)
@@ -66,6 +72,14 @@ def test_the_naive_accepter_is_flat_at_one(role):
     curve = acceptance_curve(NaiveAccepter(), GAME, SCENARIOS, role)
     assert [r.rate for r in curve.rows] == [1.0] * len(MARGINS)
     assert curve.violation_rate() == 1.0
+
+
+@pytest.mark.parametrize("role", ["seller", "buyer"])
+def test_the_reservation_price_bargainer_steps_at_zero_and_counters_at_its_value(role):
+    curve = acceptance_curve(ReservationPrice(), GAME, SCENARIOS, role)
+    assert [r.rate for r in curve.rows] == [1.0] * 4 + [0.0] * 4
+    assert [r.countered for r in curve.rows] == [0] * 4 + [len(SCENARIOS)] * 4
+    assert curve.counter_violation_rate() == 0.0
 
 
 def test_boulware_never_accepts_a_loss_and_holds_out_early():

@@ -12,7 +12,7 @@ from stratagem.games import get_game
 from stratagem.games.bargaining import BargainingView
 from stratagem.games.bargaining.tools import parse_turn
 from stratagem.strategies import get_strategy
-from stratagem.strategies.bargaining import STRATEGIES
+from stratagem.strategies.bargaining import STRATEGIES, digit_comparison
 
 
 def view(role="seller", reservation=100.0, **kw) -> BargainingView:
@@ -183,8 +183,11 @@ def play_pairing(seller: str, buyer: str, gft: int = 12, ngft: int = 8) -> list[
     return [{**t.scenario, **t.rounds[-1].info} for t in play(game, specs)]
 
 
-@pytest.mark.parametrize("seller", [*TIME_DEPENDENT, "TitForTatConcession"])
-@pytest.mark.parametrize("buyer", [*TIME_DEPENDENT, "TitForTatConcession"])
+IR_RESPECTING = (*TIME_DEPENDENT, "TitForTatConcession", "ReservationPrice")
+
+
+@pytest.mark.parametrize("seller", IR_RESPECTING)
+@pytest.mark.parametrize("buyer", IR_RESPECTING)
 def test_rule_based_pairings_deal_inside_the_zopa_and_walk_away_without_one(seller, buyer):
     infos = play_pairing(seller, buyer)
     assert {i["regime"] for i in infos} == {"GFT", "NGFT"}
@@ -194,3 +197,40 @@ def test_rule_based_pairings_deal_inside_the_zopa_and_walk_away_without_one(sell
             assert info["seller_value"] <= info["price"] <= info["buyer_value"]
         else:  # no deal: both walk away rather than lose
             assert not info["deal"]
+
+
+def test_the_digit_comparison_reads_like_the_numbers_compare():
+    assert digit_comparison(181.72, 194.02) == "1=1, 8<9, so the offer is lower"
+    assert digit_comparison(95.2, 194.02) == "2 digits < 3 digits, so the offer is lower"
+    assert digit_comparison(194.05, 194.02) == "1=1, 9=9, 4=4, 0=0, 5>2, so the offer is higher"
+    assert digit_comparison(194.02, 194.02).endswith("2=2, so the offer is the same")
+    rng = random.Random(3)
+    for _ in range(3000):
+        a, b = (round(rng.uniform(1, 3000) * rng.choice((1, 0.1)), 2) for _ in range(2))
+        if rng.random() < 0.2:
+            b = round(a + rng.choice((-0.01, 0.01, 1.0, -1.0, 0.0)), 2)
+        word = "lower" if a < b else "higher" if a > b else "the same"
+        assert digit_comparison(a, b).endswith(f"so the offer is {word}"), (a, b)
+
+
+def test_the_reservation_price_bargainer_offers_its_value_and_compares_before_it_answers():
+    listing = choose("ReservationPrice", view("seller", 100.0))
+    assert listing.calls[0].render() == "make_offer(price=100.0)"
+    assert listing.thought == "I offer my reservation value of $100.00."
+    v = dict(round=2, listing=False, their_offers=(120.0,), my_standing=None)
+    take = choose("ReservationPrice", view("buyer", 194.02, their_standing=181.72, **v))
+    assert take.calls[0].render() == "respond_to_offer(response=True)"
+    assert take.thought == (
+        "The seller offers $181.72; my reservation value of $194.02. Digits: 1=1, 8<9, so the "
+        "offer is lower. As the buyer I accept a price that is lower or the same: I accept."
+    )
+    refuse = choose("ReservationPrice", view("seller", 194.02, their_standing=181.72, **v))
+    assert [c.render() for c in refuse.calls] == [
+        "respond_to_offer(response=False)",
+        "make_offer(price=194.02)",
+        "wait_for_response()",
+    ]
+    assert refuse.thought.endswith(
+        "As the seller I accept a price that is higher or the same, so I reject it and offer my "
+        "reservation value of $194.02."
+    )

@@ -1,5 +1,7 @@
 """Rule-based bargainers (SPEC §8): time-dependent concession tactics from the automated-
-negotiation literature, a tit-for-tat concession mirror, and a naive accepter that violates IR.
+negotiation literature, a tit-for-tat concession mirror, the truthful reservation-price strategy
+(whose thoughts compare prices digit by digit, for demonstrations a small model can copy), and a
+naive accepter that violates IR.
 
 Each plays either role. Time-dependent tactics (Faratin et al.) offer
 ``anchor + (reservation − anchor)·(t/T)^(1/e)`` where t counts the bargainer's own turns before
@@ -252,6 +254,59 @@ class NaiveAccepter(Bargainer):
     def tactic(self, view: BargainingView) -> str:
         """Returns the naive accepter's rule in words."""
         return "I accept whatever the other side offers"
+
+
+def digit_comparison(price: float, value: float) -> str:
+    """Returns ``price`` compared with ``value`` the way a small model can copy it, digit by
+    digit from the left until two differ: ``"1=1, 8<9, so the offer is lower"`` for 181.72 against
+    194.02, or ``"2 digits < 3 digits, so the offer is lower"`` when the whole-dollar parts differ
+    in length (prices at cent precision)."""
+    a, b = f"{price:.2f}", f"{value:.2f}"
+    whole_a, whole_b = a.split(".")[0], b.split(".")[0]
+    relation = "the same" if a == b else ("lower" if float(a) < float(b) else "higher")
+    if len(whole_a) != len(whole_b):
+        sign = "<" if len(whole_a) < len(whole_b) else ">"
+        return f"{len(whole_a)} digits {sign} {len(whole_b)} digits, so the offer is {relation}"
+    steps = []
+    for x, y in zip(a.replace(".", ""), b.replace(".", ""), strict=True):
+        steps.append(f"{x}={y}" if x == y else f"{x}{'<' if x < y else '>'}{y}")
+        if x != y:
+            break
+    return f"{', '.join(steps)}, so the offer is {relation}"
+
+
+@STRATEGIES
+class ReservationPrice(Bargainer):
+    """The truthful reservation-price strategy: offers its reservation value on every turn and
+    accepts any open offer at least as good as it. It never deals beyond its value, and every
+    number it writes is one it was given, so its turns are demonstrations a small model can copy:
+    its thought compares each open offer with its reservation value digit by digit
+    (``digit_comparison``) before it accepts or rejects."""
+
+    def target(self, view: BargainingView) -> float:
+        """Returns its reservation value."""
+        return view.reservation
+
+    def choose(self, view: BargainingView, rng: random.Random) -> Turn:
+        """Returns acceptance of an open offer at least as good as its value, else an offer at its
+        value (rejecting the open offer first)."""
+        price = None if view.listing else view.their_standing
+        mine = f"my reservation value of {money(view.reservation)}"
+        if price is None:
+            return offer(view.reservation, view, f"I offer {mine}.")
+        better = "higher" if view.role == "seller" else "lower"
+        head = (
+            f"The {other(view)} offers {money(price)}; {mine}. Digits: "
+            f"{digit_comparison(price, view.reservation)}. As the {view.role} I accept a price "
+            f"that is {better} or the same"
+        )
+        if good_enough(view, view.reservation):
+            return accept(f"{head}: I accept.")
+        return offer(view.reservation, view, f"{head}, so I reject it and offer {mine}.")
+
+    def tactic(self, view: BargainingView) -> str:
+        """Returns the reservation-price rule in words."""
+        return "I always offer my reservation value"
 
 
 POOLS = Pools(
