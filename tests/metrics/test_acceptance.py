@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -75,11 +76,11 @@ def test_the_naive_accepter_is_flat_at_one(role):
 
 
 @pytest.mark.parametrize("role", ["seller", "buyer"])
-def test_the_reservation_price_bargainer_steps_at_zero_and_counters_at_its_value(role):
+def test_the_reservation_price_responder_steps_at_zero_and_never_counters(role):
     curve = acceptance_curve(ReservationPrice(), GAME, SCENARIOS, role)
     assert [r.rate for r in curve.rows] == [1.0] * 4 + [0.0] * 4
-    assert [r.countered for r in curve.rows] == [0] * 4 + [len(SCENARIOS)] * 4
-    assert curve.counter_violation_rate() == 0.0
+    assert [r.countered for r in curve.rows] == [0] * 8
+    assert math.isnan(curve.counter_violation_rate())
 
 
 def test_boulware_never_accepts_a_loss_and_holds_out_early():

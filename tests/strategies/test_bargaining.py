@@ -183,11 +183,11 @@ def play_pairing(seller: str, buyer: str, gft: int = 12, ngft: int = 8) -> list[
     return [{**t.scenario, **t.rounds[-1].info} for t in play(game, specs)]
 
 
-IR_RESPECTING = (*TIME_DEPENDENT, "TitForTatConcession", "ReservationPrice")
+CONCEDING = (*TIME_DEPENDENT, "TitForTatConcession")
 
 
-@pytest.mark.parametrize("seller", IR_RESPECTING)
-@pytest.mark.parametrize("buyer", IR_RESPECTING)
+@pytest.mark.parametrize("seller", CONCEDING)
+@pytest.mark.parametrize("buyer", CONCEDING)
 def test_rule_based_pairings_deal_inside_the_zopa_and_walk_away_without_one(seller, buyer):
     infos = play_pairing(seller, buyer)
     assert {i["regime"] for i in infos} == {"GFT", "NGFT"}
@@ -197,6 +197,25 @@ def test_rule_based_pairings_deal_inside_the_zopa_and_walk_away_without_one(sell
             assert info["seller_value"] <= info["price"] <= info["buyer_value"]
         else:  # no deal: both walk away rather than lose
             assert not info["deal"]
+
+
+@pytest.mark.parametrize("other", [*CONCEDING, "ZeroIntelligence", "ReservationPrice"])
+def test_the_responder_and_zero_intelligence_never_deal_beyond_their_value(other):
+    for name in ("ReservationPrice", "ZeroIntelligence"):
+        for seller, buyer in ((name, other), (other, name)):
+            for info in play_pairing(seller, buyer):
+                if info["deal"]:
+                    assert info["regime"] == "GFT", (seller, buyer, info["offers"])
+                    assert info["seller_value"] <= info["price"] <= info["buyer_value"]
+
+
+def test_the_responder_closes_deals_when_the_other_side_offers_enough():
+    # a buyer that answers a conceding seller deals in every GFT scenario (the seller's offers
+    # reach its own value, inside the buyer's, before the end); as a seller it lists once and
+    # then depends on the buyer's offers, which may come too late
+    infos = play_pairing("Conceder", "ReservationPrice")
+    assert all(i["deal"] for i in infos if i["regime"] == "GFT")
+    assert not any(i["deal"] for i in infos if i["regime"] == "NGFT")
 
 
 def test_the_digit_comparison_reads_like_the_numbers_compare():
@@ -213,13 +232,13 @@ def test_the_digit_comparison_reads_like_the_numbers_compare():
         assert digit_comparison(a, b).endswith(f"so the offer is {word}"), (a, b)
 
 
-def test_the_reservation_price_bargainer_offers_its_value_and_compares_before_it_answers():
+def test_the_reservation_price_responder_lists_at_its_value_and_compares_before_it_answers():
     listing = choose("ReservationPrice", view("seller", 100.0))
     assert listing.calls[0].render() == "make_offer(price=100.0)"
-    assert listing.thought == "I offer my reservation value of $100.00."
+    assert listing.thought == "I list the item at my reservation value of $100.00."
     v = dict(round=2, listing=False, their_offers=(120.0,), my_standing=None)
     take = choose("ReservationPrice", view("buyer", 194.02, their_standing=181.72, **v))
-    assert take.calls[0].render() == "respond_to_offer(response=True)"
+    assert [c.render() for c in take.calls] == ["respond_to_offer(response=True)"]
     assert take.thought == (
         "The seller offers $181.72; my reservation value of $194.02. Digits: 1=1, 8<9, so the "
         "offer is lower. As the buyer I accept a price that is lower or the same: I accept."
@@ -227,10 +246,30 @@ def test_the_reservation_price_bargainer_offers_its_value_and_compares_before_it
     refuse = choose("ReservationPrice", view("seller", 194.02, their_standing=181.72, **v))
     assert [c.render() for c in refuse.calls] == [
         "respond_to_offer(response=False)",
-        "make_offer(price=194.02)",
         "wait_for_response()",
-    ]
+    ]  # it never counters
     assert refuse.thought.endswith(
-        "As the seller I accept a price that is higher or the same, so I reject it and offer my "
-        "reservation value of $194.02."
+        "As the seller I accept a price that is higher or the same, so I reject it."
+    )
+    idle = choose("ReservationPrice", view("buyer", 50.0, round=4, listing=False))
+    assert [c.render() for c in idle.calls] == ["wait_for_response()"]
+
+
+def test_zero_intelligence_draws_within_its_budget_and_takes_what_beats_its_draw():
+    seller, buyer = view("seller", 100.0), view("buyer", 100.0, round=2, listing=False)
+    zi = get_strategy("bargaining", "ZeroIntelligence")
+    asks = [zi.choose(seller, random.Random(i)).calls[0].arg("price") for i in range(300)]
+    bids = [zi.choose(buyer, random.Random(i)).calls[0].arg("price") for i in range(300)]
+    assert 100.0 <= min(asks) and max(asks) <= 150.0 and max(asks) - min(asks) > 40
+    assert 60.0 <= min(bids) and max(bids) <= 100.0 and max(bids) - min(bids) > 30
+    # an open offer at the far end of its range beats every draw; one beyond its value, none
+    at_value = view("buyer", 100.0, round=2, listing=False, their_standing=60.0)
+    beyond = view("buyer", 100.0, round=2, listing=False, their_standing=100.01)
+    assert all(zi.choose(at_value, random.Random(i)).calls[0].arg("response") for i in range(50))
+    assert not any(
+        zi.choose(beyond, random.Random(i))
+        .calls[0]
+        .render()
+        .startswith("respond_to_offer(response=True")
+        for i in range(50)
     )

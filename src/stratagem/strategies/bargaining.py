@@ -1,7 +1,8 @@
 """Rule-based bargainers (SPEC §8): time-dependent concession tactics from the automated-
-negotiation literature, a tit-for-tat concession mirror, the truthful reservation-price strategy
-(whose thoughts compare prices digit by digit, for demonstrations a small model can copy), and a
-naive accepter that violates IR.
+negotiation literature, a tit-for-tat concession mirror, a reservation-price responder (whose
+thoughts compare prices digit by digit, for demonstrations a small model can copy), a
+zero-intelligence trader (random prices within its budget), and a naive accepter that violates
+IR.
 
 Each plays either role. Time-dependent tactics (Faratin et al.) offer
 ``anchor + (reservation − anchor)·(t/T)^(1/e)`` where t counts the bargainer's own turns before
@@ -256,6 +257,42 @@ class NaiveAccepter(Bargainer):
         return "I accept whatever the other side offers"
 
 
+@STRATEGIES
+class ZeroIntelligence(Bargainer):
+    """A zero-intelligence trader constrained by its budget (ZI-C, Gode and Sunder 1993): each
+    turn it draws a price uniformly between its reservation value and the far end of the
+    historical range (a seller up to max(high, value), a buyer down to min(low, value)), accepts
+    an open offer at least as good as that price and otherwise offers it. It never deals beyond
+    its value, and its offers fall on both sides of the other party's value, so a counterpart
+    meets offers it should accept and offers it should refuse."""
+
+    def target(self, view: BargainingView) -> float:
+        """Returns the middle of its price interval (the draw's mean; ``choose`` draws)."""
+        return sum(self.interval(view)) / 2
+
+    def interval(self, view: BargainingView) -> tuple[float, float]:
+        """Returns the interval its prices are drawn from."""
+        if view.role == "seller":
+            return view.reservation, max(view.high, view.reservation)
+        return min(view.low, view.reservation), view.reservation
+
+    def choose(self, view: BargainingView, rng: random.Random) -> Turn:
+        """Returns acceptance of an open offer at least as good as a fresh draw, else an offer
+        at the draw."""
+        price = round(rng.uniform(*self.interval(view)), 2)
+        if not view.listing and good_enough(view, price):
+            return accept(
+                f"The {other(view)}'s offer is at least as good as {money(price)}: I accept."
+            )
+        return offer(
+            price, view, f"I offer {money(price)}, a price drawn at random within my budget."
+        )
+
+    def tactic(self, view: BargainingView) -> str:
+        """Returns the zero-intelligence rule in words."""
+        return "I draw each price at random within my budget"
+
+
 def digit_comparison(price: float, value: float) -> str:
     """Returns ``price`` compared with ``value`` the way a small model can copy it, digit by
     digit from the left until two differ: ``"1=1, 8<9, so the offer is lower"`` for 181.72 against
@@ -277,23 +314,26 @@ def digit_comparison(price: float, value: float) -> str:
 
 @STRATEGIES
 class ReservationPrice(Bargainer):
-    """The truthful reservation-price strategy: offers its reservation value on every turn and
-    accepts any open offer at least as good as it. It never deals beyond its value, and every
-    number it writes is one it was given, so its turns are demonstrations a small model can copy:
-    its thought compares each open offer with its reservation value digit by digit
-    (``digit_comparison``) before it accepts or rejects."""
+    """A reservation-price responder: as a seller it lists at its reservation value; after that
+    it never offers, only answers — it accepts an open offer at least as good as its reservation
+    value and rejects any other without countering. It never deals beyond its value, every
+    number it writes is one it was given or has just read, and its thought compares each open
+    offer with its reservation value digit by digit (``digit_comparison``) before it answers, so
+    its turns are demonstrations a small model can copy."""
 
     def target(self, view: BargainingView) -> float:
         """Returns its reservation value."""
         return view.reservation
 
     def choose(self, view: BargainingView, rng: random.Random) -> Turn:
-        """Returns acceptance of an open offer at least as good as its value, else an offer at its
-        value (rejecting the open offer first)."""
-        price = None if view.listing else view.their_standing
+        """Returns a listing at its value, acceptance of an open offer at least as good as its
+        value, a rejection of any other, or a wait when nothing is open."""
         mine = f"my reservation value of {money(view.reservation)}"
+        if view.listing:
+            return offer(view.reservation, view, f"I list the item at {mine}.")
+        price = view.their_standing
         if price is None:
-            return offer(view.reservation, view, f"I offer {mine}.")
+            return Turn((WAIT,), "There is no open offer to answer, so I wait.")
         better = "higher" if view.role == "seller" else "lower"
         head = (
             f"The {other(view)} offers {money(price)}; {mine}. Digits: "
@@ -302,11 +342,11 @@ class ReservationPrice(Bargainer):
         )
         if good_enough(view, view.reservation):
             return accept(f"{head}: I accept.")
-        return offer(view.reservation, view, f"{head}, so I reject it and offer {mine}.")
+        return Turn((REJECT, WAIT), f"{head}, so I reject it.")
 
     def tactic(self, view: BargainingView) -> str:
         """Returns the reservation-price rule in words."""
-        return "I always offer my reservation value"
+        return "I answer offers and never make my own"
 
 
 POOLS = Pools(
