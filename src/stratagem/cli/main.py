@@ -15,23 +15,13 @@ from collections.abc import Callable
 import typer
 from rich.console import Console
 
-from stratagem.cli import (
-    acceptance,
-    evaluate,
-    imitate,
-    info,
-    matrix,
-    psro,
-    report,
-    serve,
-    solve,
-    tournament,
-)
 from stratagem.cli import dialogue as live
+from stratagem.cli import evaluate, imitate, info, matrix, psro, report, serve, solve, tournament
 from stratagem.cli import train as training
 from stratagem.cli.options import register
 from stratagem.errors import StratagemError
 from stratagem.launch import resume_command
+from stratagem.report.acceptance import AcceptanceConfig, acceptance_command
 
 app = typer.Typer(
     name="stratagem",
@@ -73,7 +63,7 @@ answers = functools.partial(  # solve, psro, imitate: model answers are cached a
 app.command("games")(info.games)
 register(app, "strategies", info.StrategiesConfig, info.list_strategies)
 register(app, "eval", evaluate.EvalConfig, evaluate.eval_command, wrap=interruptible)
-register(app, "acceptance", acceptance.AcceptanceConfig, acceptance.acceptance_command)
+register(app, "acceptance", AcceptanceConfig, acceptance_command)
 register(app, "matrix", matrix.MatrixConfig, matrix.matrix_command)
 register(app, "report", report.ReportConfig, report.report_command)
 register(app, "solve", solve.SolveConfig, solve.solve_command, wrap=answers)

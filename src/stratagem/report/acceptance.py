@@ -1,4 +1,6 @@
-"""``stratagem acceptance``: the IR acceptance curve of one bargaining agent (per role)."""
+"""``stratagem acceptance``: the IR acceptance curve of one bargaining agent per role, as a table,
+``curves.json`` and ``curves.png`` (the command's settings and body live here, beside the report;
+the CLI only registers them)."""
 
 from __future__ import annotations
 
