@@ -179,6 +179,14 @@ def test_the_command_writes_the_curves_and_refuses_a_bad_role(tmp_path):
     assert all(row["decisions"] == 3 for c in curves for row in c["rows"])
     assert [c["counter_violation_rate"] for c in curves] == [None, None]  # it never counters
     assert (tmp_path / "out/curves.png").stat().st_size > 0
+    # --deadline reaches the probe: Boulware takes every gain at its last turn, none before
+    for flags, gains in (((), 0.0), (("--deadline",), 1.0)):
+        r = stratagem(
+            "--agent", "strategy:Boulware", "--gft", "2", "--ngft", "0", "-o", "b", *flags
+        )
+        assert r.returncode == 0, r.stderr
+        curves = json.loads((tmp_path / "b/curves.json").read_text())
+        assert [c["gain_rate"] for c in curves] == [gains, gains]
     bad = stratagem("--agent", "strategy:NaiveAccepter", "--role", "broker")
     assert bad.returncode == 2 and "--role must be seller, buyer or both" in bad.stderr
     assert "Traceback" not in bad.stderr

@@ -62,7 +62,13 @@ def acceptance_command(cfg: AcceptanceConfig) -> None:
     for role in roles:
         with console.status(f"{agent.name} as {role}: {len(scenarios) * len(cfg.margins)} probes"):
             curve = acceptance_curve(
-                agent, game, scenarios, role, margins=cfg.margins, seed=cfg.seed
+                agent,
+                game,
+                scenarios,
+                role,
+                margins=cfg.margins,
+                seed=cfg.seed,
+                deadline=cfg.deadline,
             )
         if curve.errors:  # a failed model call is never a refusal: nothing is written
             raise IncompleteRunError(
