@@ -10,7 +10,7 @@ import pytest
 
 from stratagem.agent import Decision, Strategy
 from stratagem.errors import ConfigError
-from stratagem.games.bargaining import Bargaining, BargainingView, Invalid, Turn
+from stratagem.games.bargaining import Bargaining, BargainingView, Call, Invalid, Turn
 from stratagem.metrics.acceptance import MARGINS, HoldAt, acceptance_curve
 from stratagem.strategies.bargaining import (
     Boulware,
@@ -133,13 +133,20 @@ def test_a_failed_model_call_is_never_counted_as_a_refusal():
 
 
 def test_the_holder_offers_its_price_and_never_accepts():
-    game = Bargaining(split="validation")
-    state = game.from_scenario(SCENARIOS[0], 1)
-    view = state.view(0)
-    turn = HoldAt(123.45).choose(view, random.Random(0))
-    assert [c.name for c in turn.calls][0] == "make_offer"
-    assert turn.calls[0].arg("price") == 123.45
-    assert accept().calls[0].name not in [c.name for c in turn.calls]
+    state = GAME.from_scenario(SCENARIOS[0], 1)
+    listing = HoldAt(123.45).choose(state.view(0), random.Random(0))
+    assert [c.render() for c in listing.calls] == [
+        "make_offer(price=123.45)",
+        "wait_for_response()",
+    ]
+    # facing an open offer, even a generous one, it rejects and repeats its price
+    state.apply({0: Turn((Call("make_offer", (("price", 1.0),)),))})
+    answer = HoldAt(123.45).choose(state.view(1), random.Random(0))
+    assert [c.render() for c in answer.calls] == [
+        "respond_to_offer(response=False)",
+        "make_offer(price=123.45)",
+        "wait_for_response()",
+    ]
 
 
 @pytest.mark.parametrize(
