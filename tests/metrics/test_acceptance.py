@@ -125,6 +125,16 @@ class Failing:
         return [Decision(Invalid("no answer"), error="timeout: no reply in 60 s") for _ in batch]
 
 
+def test_the_curve_keeps_every_probe_episode_with_the_seats_own_words():
+    curve = acceptance_curve(Garbled(), GAME, SCENARIOS, "buyer", margins=(-0.1, 0.2))
+    assert [t.meta["margin"] for t in curve.traces] == [-0.1, 0.2] * len(SCENARIOS)
+    assert {t.meta["probe_role"] for t in curve.traces} == {"buyer"}
+    assert {t.agents for t in curve.traces} == {("HoldAt", "garbled")}
+    for trace in curve.traces:  # the probed buyer decides in round 2, the holder never speaks
+        assert [(d.round, d.text) for d in trace.decisions if d.seat == 1][0] == (2, "???")
+        assert all(d.text is None for d in trace.decisions if d.seat == 0)
+
+
 def test_a_failed_model_call_is_never_counted_as_a_refusal():
     curve = acceptance_curve(Failing(), GAME, SCENARIOS[:2], "buyer", margins=(-0.2, 0.2))
     assert [r.decisions for r in curve.rows] == [0, 0]
@@ -186,6 +196,9 @@ def test_the_command_writes_the_curves_and_refuses_a_bad_role(tmp_path):
     assert all(row["decisions"] == 3 for c in curves for row in c["rows"])
     assert [c["counter_violation_rate"] for c in curves] == [None, None]  # it never counters
     assert (tmp_path / "out/curves.png").stat().st_size > 0
+    probes = [json.loads(line) for line in (tmp_path / "out/traces.jsonl").open()]
+    assert len(probes) == 2 * 3 * len(MARGINS)  # roles × scenarios × margins
+    assert [p["meta"]["probe_role"] for p in probes[:: 3 * len(MARGINS)]] == ["seller", "buyer"]
     # --deadline reaches the probe: Boulware takes every gain at its last turn, none before
     for flags, gains in (((), 0.0), (("--deadline",), 1.0)):
         r = stratagem(

@@ -23,7 +23,9 @@ reaches the reservation value and a rule-based bargainer takes any offer at leas
 A probed turn the game has to correct counts as the turn that follows the correction (the game's
 own fallback turn never accepts). Episodes that end before the probed decision (a seller that
 quits at its listing) are counted apart, and so are episodes whose model call failed (the
-decision carried an error): neither is ever counted as a refusal.
+decision carried an error): neither is ever counted as a refusal. The curve keeps every probe
+episode's trace (its ``meta`` names the role and margin), so the seat's own words at each probed
+decision can be read.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from stratagem.games.bargaining.engine import BargainingState
 from stratagem.games.bargaining.prompts import money
 from stratagem.seeding import derive
 from stratagem.strategies.bargaining import offer
+from stratagem.trace import Trace
 
 __all__ = ["MARGINS", "AcceptanceCurve", "AcceptanceRow", "HoldAt", "acceptance_curve"]
 
@@ -93,6 +96,7 @@ class AcceptanceCurve:
     rows: tuple[AcceptanceRow, ...]
     ended_early: int  # episodes that ended before the probed decision
     errors: tuple[str, ...] = ()  # episodes whose agent failed (its decision carried an error)
+    traces: tuple[Trace, ...] = ()  # every probe episode, in (scenario, margin) order
 
     def violation_rate(self) -> float:
         """The share of offers beyond the reservation value (margin > 0) that were accepted."""
@@ -144,11 +148,17 @@ def acceptance_curve(
     if deadline:
         game = Bargaining(**{**game.params, "max_rounds": probe_round})
     live: list[_Live] = []
+    episodes = []
     for i, (scenario, margin) in enumerate((s, m) for s in scenarios for m in margins):
         seed_i = derive(seed, "probe", i)
-        episode = Episode(cast(Game, game), f"probe-{i}", seed_i, ("", ""), scenario=scenario)
+        meta = {"probe_role": role, "margin": margin, "deadline": deadline}
+        names = (agent.name, "HoldAt") if seat == SELLER else ("HoldAt", agent.name)
+        episode = Episode(
+            cast(Game, game), f"{role}-{i}", seed_i, names, meta=meta, scenario=scenario
+        )
         holder = HoldAt(_offer_price(_state(episode).value(seat), seat, margin))
         live.append((episode, holder, margin))
+        episodes.append(episode)
     counts = {m: [0, 0, 0, 0] for m in margins}  # decided, accepted, countered, beyond
     offers_before: dict[str, int] = {}  # the seat's offers when its probed turn began
     ended_early, errors = 0, []
@@ -171,7 +181,8 @@ def acceptance_curve(
                 counts[margin] = [a + b for a, b in zip(counts[margin], tally, strict=True)]
         live = still
     rows = tuple(AcceptanceRow(m, *counts[m]) for m in margins)
-    return AcceptanceCurve(agent.name, role, rows, ended_early, tuple(errors))
+    traces = tuple(e.trace() for e in episodes)
+    return AcceptanceCurve(agent.name, role, rows, ended_early, tuple(errors), traces)
 
 
 def _check(role: str, scenarios: Sequence[Scenario], margins: Sequence[float]) -> int:

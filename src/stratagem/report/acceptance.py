@@ -1,6 +1,7 @@
 """``stratagem acceptance``: the IR acceptance curve of one bargaining agent per role, as a table,
-``curves.json`` and ``curves.png`` (the command's settings and body live here, beside the report;
-the CLI only registers them)."""
+``curves.json``, ``curves.png`` and the probe episodes' ``traces.jsonl`` (each trace's ``meta``
+names its role and margin; the seat's answers are in its decisions). The command's settings and
+body live here, beside the report; the CLI only registers them."""
 
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ def acceptance_command(cfg: AcceptanceConfig) -> None:
     from stratagem.agents.spec import make_agent
     from stratagem.games.bargaining import Bargaining
     from stratagem.metrics.acceptance import acceptance_curve
+    from stratagem.runs import TRACES
+    from stratagem.trace import write_traces
 
     if cfg.role not in (*ROLES, "both"):
         raise ConfigError(f"--role must be seller, buyer or both, not {cfg.role!r}")
@@ -81,8 +84,10 @@ def acceptance_command(cfg: AcceptanceConfig) -> None:
         folder = Path(cfg.out)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "curves.json").write_text(json.dumps([_json(c) for c in curves], indent=1))
+        write_traces(folder / TRACES, (t for c in curves for t in c.traces))
         _plot(curves, folder / "curves.png")
-        console.print(f"written: {folder / 'curves.json'}, {folder / 'curves.png'}")
+        written = ", ".join(str(folder / f) for f in ("curves.json", "curves.png", TRACES))
+        console.print(f"written: {written}")
 
 
 def _table(curve: AcceptanceCurve) -> Table:
