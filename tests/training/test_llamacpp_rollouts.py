@@ -51,8 +51,10 @@ def test_the_default_engine_leaves_old_fingerprints_alone():
 
 
 def test_threads_change_speed_not_results(tiny_args, tmp_path):
-    """``--threads`` stays out of the fingerprint: the policy's log-probs and gradients are the
-    same at one and two threads (llama.cpp's: ``test_thread_counts_change_no_logit``)."""
+    """``--threads`` stays out of the fingerprint: the policy's log-probs are the same at one and
+    two threads, and its gradients agree to float32 rounding — bit-equal on some CPUs, not on all,
+    since the backward pass may split a sum across threads (llama.cpp's logits:
+    ``test_thread_counts_change_no_logit``)."""
     assert SEPOArgs(threads=1).fingerprint() == SEPOArgs().fingerprint()
     policy, _ = load_policy(tiny_args(tmp_path, lora_dropout=0.0).resolved())
     move(policy, 3)
@@ -69,7 +71,8 @@ def test_threads_change_speed_not_results(tiny_args, tmp_path):
     finally:
         torch.set_num_threads(before)
     assert torch.equal(seen[0][0], seen[1][0])
-    assert all(torch.equal(a, b) for a, b in zip(seen[0][1], seen[1][1], strict=True))
+    for a, b in zip(seen[0][1], seen[1][1], strict=True):  # measured: |Δ| ≤ 1.2e-6 of up to 2.9
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
 def policy_logits(policy, ids):

@@ -162,7 +162,7 @@ class GRPOArgs(UpdateArgs, SamplingArgs, RunArgs, PolicyArgs):
         d = asdict(self)
         d.pop("steps")  # a resumed run may be extended
         d.pop("save_total_limit")  # disk policy, not training
-        d.pop("threads")  # speed only: results are the same for any thread count
+        d.pop("threads")  # speed only: results agree to float rounding at any thread count
         d.update(resolved_paths(self))
         for key, default in LATER_OPTIONS.items():
             if d.get(key) == default:
