@@ -27,11 +27,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from stratagem.distributed import WORKER_NICENESS, RayPlayer
+from stratagem.cluster import WORKER_NICENESS
 from stratagem.evaluation import count_episodes, evaluate
 from stratagem.games import get_game
 from stratagem.strategies import get_strategy
 from stratagem.tournament import round_robin
+from stratagem.tournament.ray import RayPlayer
 
 AGENTS = ("Boulware", "Linear", "Conceder", "TitForTatConcession", "NaiveAccepter")
 

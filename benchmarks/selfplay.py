@@ -21,8 +21,8 @@ import time
 
 from stratagem.games import get_game
 from stratagem.play import play
+from stratagem.training.policy import load_policy
 from stratagem.training.selfplay import SelfPlayArgs, game_specs, selfplay_agent
-from stratagem.training.sepo import load_policy
 
 MODES = ("batched", "one game at a time")
 

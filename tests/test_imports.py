@@ -32,3 +32,25 @@ def test_the_games_command_is_light():
     )
     assert "stratagem.cli.info" in loaded
     assert not loaded & set(HEAVY), loaded & set(HEAVY)
+
+
+def test_every_benchmark_script_imports():
+    """A benchmark is run by hand, not by the tests, so an import a refactor broke would go
+    unnoticed until someone runs it: each script is imported (not run) in one process."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    scripts = sorted((root / "benchmarks").glob("*.py"))
+    assert scripts
+    probe = (
+        "import importlib.util, sys\n"
+        "for path in sys.argv[1:]:\n"
+        "    name = 'bench_' + path.split('/')[-1][:-3]\n"
+        "    spec = importlib.util.spec_from_file_location(name, path)\n"
+        "    sys.modules[name] = module = importlib.util.module_from_spec(spec)\n"
+        "    spec.loader.exec_module(module)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *map(str, scripts)], capture_output=True, text=True, cwd=root
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
