@@ -199,6 +199,8 @@ def test_the_command_writes_the_curves_and_refuses_a_bad_role(tmp_path):
     probes = [json.loads(line) for line in (tmp_path / "out/traces.jsonl").open()]
     assert len(probes) == 2 * 3 * len(MARGINS)  # roles × scenarios × margins
     assert [p["meta"]["probe_role"] for p in probes[:: 3 * len(MARGINS)]] == ["seller", "buyer"]
+    assert {tuple(p["agents"]) for p in probes[: 3 * len(MARGINS)]} == {("NaiveAccepter", "HoldAt")}
+    assert {p["meta"]["deadline"] for p in probes} == {False}
     # --deadline reaches the probe: Boulware takes every gain at its last turn, none before
     for flags, gains in (((), 0.0), (("--deadline",), 1.0)):
         r = stratagem(

@@ -24,8 +24,8 @@ A probed turn the game has to correct counts as the turn that follows the correc
 own fallback turn never accepts). Episodes that end before the probed decision (a seller that
 quits at its listing) are counted apart, and so are episodes whose model call failed (the
 decision carried an error): neither is ever counted as a refusal. The curve keeps every probe
-episode's trace (its ``meta`` names the role and margin), so the seat's own words at each probed
-decision can be read.
+episode's trace (its ``meta`` names the role, the margin and whether the deadline was probed),
+so the seat's own words at each probed decision can be read.
 """
 
 from __future__ import annotations
@@ -148,7 +148,6 @@ def acceptance_curve(
     if deadline:
         game = Bargaining(**{**game.params, "max_rounds": probe_round})
     live: list[_Live] = []
-    episodes = []
     for i, (scenario, margin) in enumerate((s, m) for s in scenarios for m in margins):
         seed_i = derive(seed, "probe", i)
         meta = {"probe_role": role, "margin": margin, "deadline": deadline}
@@ -158,7 +157,7 @@ def acceptance_curve(
         )
         holder = HoldAt(_offer_price(_state(episode).value(seat), seat, margin))
         live.append((episode, holder, margin))
-        episodes.append(episode)
+    episodes = [episode for episode, _, _ in live]  # ``live`` shrinks as episodes finish
     counts = {m: [0, 0, 0, 0] for m in margins}  # decided, accepted, countered, beyond
     offers_before: dict[str, int] = {}  # the seat's offers when its probed turn began
     ended_early, errors = 0, []
