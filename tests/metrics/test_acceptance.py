@@ -212,3 +212,18 @@ def test_the_command_writes_the_curves_and_refuses_a_bad_role(tmp_path):
     bad = stratagem("--agent", "strategy:NaiveAccepter", "--role", "broker")
     assert bad.returncode == 2 and "--role must be seller, buyer or both" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_the_command_writes_nothing_when_the_model_cannot_be_reached(tmp_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run(
+        [sys.executable, "-m", "stratagem.cli.main", "acceptance", "--agent", "openai:m",
+         "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0", "--gft", "1", "--ngft",
+         "0", "-o", "out"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 1 and "failed" in r.stderr and "nothing written" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "out").exists()  # no curves, no traces: a rerun starts clean
