@@ -12,7 +12,7 @@ from stratagem.games import get_game
 from stratagem.games.bargaining import BargainingView
 from stratagem.games.bargaining.tools import parse_turn
 from stratagem.strategies import get_strategy
-from stratagem.strategies.bargaining import STRATEGIES, digit_comparison
+from stratagem.strategies.bargaining import STRATEGIES
 
 
 def view(role="seller", reservation=100.0, **kw) -> BargainingView:
@@ -218,20 +218,6 @@ def test_the_responder_closes_deals_when_the_other_side_offers_enough():
     assert not any(i["deal"] for i in infos if i["regime"] == "NGFT")
 
 
-def test_the_digit_comparison_reads_like_the_numbers_compare():
-    assert digit_comparison(181.72, 194.02) == "1=1, 8<9, so the offer is lower"
-    assert digit_comparison(95.2, 194.02) == "2 digits < 3 digits, so the offer is lower"
-    assert digit_comparison(194.05, 194.02) == "1=1, 9=9, 4=4, 0=0, 5>2, so the offer is higher"
-    assert digit_comparison(194.02, 194.02).endswith("2=2, so the offer is the same")
-    rng = random.Random(3)
-    for _ in range(3000):
-        a, b = (round(rng.uniform(1, 3000) * rng.choice((1, 0.1)), 2) for _ in range(2))
-        if rng.random() < 0.2:
-            b = round(a + rng.choice((-0.01, 0.01, 1.0, -1.0, 0.0)), 2)
-        word = "lower" if a < b else "higher" if a > b else "the same"
-        assert digit_comparison(a, b).endswith(f"so the offer is {word}"), (a, b)
-
-
 def test_the_reservation_price_responder_lists_at_its_value_and_compares_before_it_answers():
     listing = choose("ReservationPrice", view("seller", 100.0))
     assert listing.calls[0].render() == "make_offer(price=100.0)"
@@ -240,17 +226,21 @@ def test_the_reservation_price_responder_lists_at_its_value_and_compares_before_
     take = choose("ReservationPrice", view("buyer", 194.02, their_standing=181.72, **v))
     assert [c.render() for c in take.calls] == ["respond_to_offer(response=True)"]
     assert take.thought == (
-        "The seller offers $181.72; my reservation value of $194.02. Digits: 1=1, 8<9, so the "
-        "offer is lower. As the buyer I accept a price that is lower or the same: I accept."
+        "The seller offers $181.72; my reservation value is $194.02, so the offer is lower. As "
+        "the buyer I accept a price that is lower or the same: I accept."
     )
     refuse = choose("ReservationPrice", view("seller", 194.02, their_standing=181.72, **v))
     assert [c.render() for c in refuse.calls] == [
         "respond_to_offer(response=False)",
         "wait_for_response()",
     ]  # it never counters
-    assert refuse.thought.endswith(
-        "As the seller I accept a price that is higher or the same, so I reject it."
+    assert refuse.thought == (
+        "The buyer offers $181.72; my reservation value is $194.02, so the offer is lower. As "
+        "the seller I accept a price that is higher or the same, so I reject it."
     )
+    same = choose("ReservationPrice", view("seller", 194.02, their_standing=194.02, **v))
+    assert "so the offer is the same" in same.thought
+    assert [c.render() for c in same.calls] == ["respond_to_offer(response=True)"]
     idle = choose("ReservationPrice", view("buyer", 50.0, round=4, listing=False))
     assert [c.render() for c in idle.calls] == ["wait_for_response()"]
 

@@ -30,6 +30,20 @@ from stratagem.training.sft_data import GenSFTArgs
 console = Console()
 
 
+def _write_drills(cfg: GenSFTArgs, progress) -> None:
+    """Writes ``cfg.drills`` comparison drills to OUT/bargaining-drills (bargaining only)."""
+    if cfg.game != "bargaining":
+        raise ConfigError(f"--drills needs --game bargaining, not --game {cfg.game}")
+    from stratagem.training.drills import comparison_drills
+    from stratagem.training.sft_data import write_chats
+
+    task = progress.add_task("comparison drills", total=cfg.drills)
+    chats = comparison_drills(cfg.drills, cfg.seed)
+    on_example = lambda n, t=task: progress.advance(t)  # noqa: E731
+    card = write_chats("bargaining-drills", chats, cfg.out, cfg.seed, on_example=on_example)
+    _print_card("bargaining-drills", card, cfg.out)
+
+
 def gen_sft_command(cfg: GenSFTArgs) -> None:
     """Write SFT datasets (see ``GenSFTArgs``)."""
     from stratagem.cli.progress import progress_bar
@@ -60,6 +74,10 @@ def gen_sft_command(cfg: GenSFTArgs) -> None:
                 )
                 _print_card(name, card, cfg.out)
             return
+        if cfg.drills:
+            _write_drills(cfg, progress)
+            if not cfg.agents:
+                return
         if not cfg.agents:
             raise ConfigError("--game needs --agents, e.g. --agents FairSplit,ValueGreedy")
         for d in cfg.demonstrators or []:

@@ -293,33 +293,15 @@ class ZeroIntelligence(Bargainer):
         return "I draw each price at random within my budget"
 
 
-def digit_comparison(price: float, value: float) -> str:
-    """Returns ``price`` compared with ``value`` the way a small model can copy it, digit by
-    digit from the left until two differ: ``"1=1, 8<9, so the offer is lower"`` for 181.72 against
-    194.02, or ``"2 digits < 3 digits, so the offer is lower"`` when the whole-dollar parts differ
-    in length (prices at cent precision)."""
-    a, b = f"{price:.2f}", f"{value:.2f}"
-    whole_a, whole_b = a.split(".")[0], b.split(".")[0]
-    relation = "the same" if a == b else ("lower" if float(a) < float(b) else "higher")
-    if len(whole_a) != len(whole_b):
-        sign = "<" if len(whole_a) < len(whole_b) else ">"
-        return f"{len(whole_a)} digits {sign} {len(whole_b)} digits, so the offer is {relation}"
-    steps = []
-    for x, y in zip(a.replace(".", ""), b.replace(".", ""), strict=True):
-        steps.append(f"{x}={y}" if x == y else f"{x}{'<' if x < y else '>'}{y}")
-        if x != y:
-            break
-    return f"{', '.join(steps)}, so the offer is {relation}"
-
-
 @STRATEGIES
 class ReservationPrice(Bargainer):
     """A reservation-price responder: as a seller it lists at its reservation value; after that
     it never offers, only answers — it accepts an open offer at least as good as its reservation
     value and rejects any other without countering. It never deals beyond its value, every
-    number it writes is one it was given or has just read, and its thought compares each open
-    offer with its reservation value digit by digit (``digit_comparison``) before it answers, so
-    its turns are demonstrations a small model can copy."""
+    number it writes is one it was given or has just read, and its thought puts each open offer
+    beside its reservation value and names the relation ("so the offer is lower") before it
+    answers, so the one computation a demonstration needs is a single word after the two prices
+    it has just written (``training/drills.py`` drills exactly that word)."""
 
     def target(self, view: BargainingView) -> float:
         """Returns its reservation value."""
@@ -328,17 +310,25 @@ class ReservationPrice(Bargainer):
     def choose(self, view: BargainingView, rng: random.Random) -> Turn:
         """Returns a listing at its value, acceptance of an open offer at least as good as its
         value, a rejection of any other, or a wait when nothing is open."""
-        mine = f"my reservation value of {money(view.reservation)}"
         if view.listing:
-            return offer(view.reservation, view, f"I list the item at {mine}.")
+            return offer(
+                view.reservation,
+                view,
+                f"I list the item at my reservation value of {money(view.reservation)}.",
+            )
         price = view.their_standing
         if price is None:
             return Turn((WAIT,), "There is no open offer to answer, so I wait.")
         better = "higher" if view.role == "seller" else "lower"
+        relation = (
+            "the same"
+            if price == view.reservation
+            else ("lower" if price < view.reservation else "higher")
+        )
         head = (
-            f"The {other(view)} offers {money(price)}; {mine}. Digits: "
-            f"{digit_comparison(price, view.reservation)}. As the {view.role} I accept a price "
-            f"that is {better} or the same"
+            f"The {other(view)} offers {money(price)}; my reservation value is "
+            f"{money(view.reservation)}, so the offer is {relation}. As the {view.role} I accept "
+            f"a price that is {better} or the same"
         )
         if good_enough(view, view.reservation):
             return accept(f"{head}: I accept.")

@@ -92,9 +92,7 @@ class Group:
     penalties: list[float] = field(default_factory=list)  # P per rollout (shared, per_rollout)
 
 
-def groups_for(
-    game: str, penalty_mode: str, pools: Pools | None = None
-) -> list[tuple[str, str]]:
+def groups_for(game: str, penalty_mode: str, pools: Pools | None = None) -> list[tuple[str, str]]:
     """(pool, opponent) of every group whose episodes a step trains on (``pools``: the game's
     own unless given)."""
     pools = pools or get_pools(game)

@@ -92,6 +92,9 @@ class GenSFTArgs(LLMSettings):
     `agreement` or `deal`); games that record neither are refused."""
     min_score: float | None = None
     """With --game: keep only the chats whose seat scored at least this (its episode payoff)."""
+    drills: int = 0
+    """With --game bargaining: also write this many one-decision comparison drills
+    (training/drills.py) to OUT/bargaining-drills; --agents may then be left out."""
 
 
 def strip_think(text: str) -> str:

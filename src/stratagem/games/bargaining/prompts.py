@@ -52,26 +52,30 @@ def money(x: float) -> str:
     return f"${x:.2f}"
 
 
+def role_text(seat: int, value: float) -> str:
+    """Returns the system turn's sentences naming the seat's role, reservation value and
+    utility."""
+    if seat == 0:
+        return (
+            f"You are the SELLER. Your reservation value is {money(value)}: the lowest "
+            "price you can accept. Selling at price p gives you a utility of p minus "
+            f"{money(value)}; with no deal your utility is 0."
+        )
+    return (
+        f"You are the BUYER. Your reservation value is {money(value)}: the highest "
+        f"price you can pay. Buying at price p gives you a utility of {money(value)} "
+        "minus p; with no deal your utility is 0."
+    )
+
+
 def system_prompt(s: Scenario, seat: int, max_rounds: int, guide: bool) -> str:
     """Returns the seat's system turn: role, reservation value, item, price range, tools, turn
     rules, answer format and (with ``guide``) the strategy guide."""
     item = s.item
-    if seat == 0:
-        role = (
-            f"You are the SELLER. Your reservation value is {money(s.seller_value)}: the lowest "
-            "price you can accept. Selling at price p gives you a utility of p minus "
-            f"{money(s.seller_value)}; with no deal your utility is 0."
-        )
-    else:
-        role = (
-            f"You are the BUYER. Your reservation value is {money(s.buyer_value)}: the highest "
-            f"price you can pay. Buying at price p gives you a utility of {money(s.buyer_value)} "
-            "minus p; with no deal your utility is 0."
-        )
     parts = [
         "You are negotiating the sale of one item with one other party, who has a reservation "
         "value of its own that you do not know.",
-        role,
+        role_text(seat, s.seller_value if seat == 0 else s.buyer_value),
         f"Item: {item.title} ({item.category}). {item.description}\n"
         f"Historical price range: {money(item.low)} to {money(item.high)} (both parties see it).",
         "Tools:\n" + "\n".join(f"- {t}" for t in TOOL_HELP),

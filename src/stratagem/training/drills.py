@@ -1,0 +1,90 @@
+"""Comparison drills: one-decision bargaining chats that teach the comparison a demonstration
+needs far more often than whole negotiations can show it.
+
+A reservation-price responder (``strategies.bargaining.ReservationPrice``) writes, before each
+answer, the open offer beside its reservation value and the word that relates them ("…; my
+reservation value is $194.02, so the offer is lower"). A whole demonstrated negotiation holds
+one or two such comparisons in ~1,500 tokens, and SmolLM2-135M compares two prices at chance
+before training (docs/results.md); a drill holds one in ~150 tokens: the game's own role
+sentence as the system turn, the game's own state lines with the open offer as the user turn,
+and the responder's own answer (thought and tool calls, rendered by the game) as the assistant
+turn. So a drill is a real decision of the game stripped of the negotiation around it, and the
+answer is the demonstrator's, not a second copy of its rule.
+
+Drills are written like any other SFT chats (``write_chats``), so ``train sft`` takes them as
+they are; a curriculum trains on drills first (``--merge``), then on whole negotiations from
+the merged model (``--model``).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator
+
+from stratagem.games.bargaining import Bargaining
+from stratagem.games.bargaining.events import BargainingView
+from stratagem.games.bargaining.prompts import role_text, state_lines
+from stratagem.seeding import derive
+from stratagem.strategies.bargaining import ReservationPrice
+from stratagem.training.sft_data import Chat
+
+MAX_ROUNDS = 10
+LOW, HIGH = 10.0, 2000.0  # the reservation values drawn, log-uniformly (the catalog's scale)
+MARGIN = 0.3  # offers up to 30 % either side of the value, as the acceptance curve probes
+SAME = 0.05  # the share of drills whose offer equals the value (accepted: "the same")
+
+
+def drill_view(role: str, value: float, price: float, round_: int) -> BargainingView:
+    """Returns the view of a seat answering an open offer of ``price`` in round ``round_``."""
+    return BargainingView(
+        role=role,
+        reservation=value,
+        low=round(value * (1 - MARGIN), 2),
+        high=round(value * (1 + MARGIN), 2),
+        round=round_,
+        max_rounds=MAX_ROUNDS,
+        listing=False,
+        my_offers=(),
+        their_offers=(price,),
+        their_standing=price,
+        my_standing=None,
+        correction=None,
+    )
+
+
+def drill_prices(rng: random.Random) -> tuple[float, float]:
+    """Returns a (reservation value, offered price) pair in cents: the value log-uniform in
+    [LOW, HIGH], the price within ±MARGIN of it, equal to it in a ``SAME`` share of draws."""
+    value = round(math.exp(rng.uniform(math.log(LOW), math.log(HIGH))), 2)
+    if rng.random() < SAME:
+        return value, value
+    price = round(value * (1 + rng.uniform(-MARGIN, MARGIN)), 2)
+    return value, price
+
+
+def comparison_drills(n: int, seed: int) -> Iterator[Chat]:
+    """Yields ``n`` drills, seeded: half as the seller (offers in odd rounds after the listing),
+    half as the buyer (even rounds), each answered by ``ReservationPrice``."""
+    rng = random.Random(derive(seed, "comparison-drills"))
+    game, responder = Bargaining(), ReservationPrice()
+    for i in range(n):
+        seat = i % 2
+        role = ("seller", "buyer")[seat]
+        value, price = drill_prices(rng)
+        round_ = rng.randrange(3 if seat == 0 else 2, MAX_ROUNDS + 1, 2)
+        view = drill_view(role, value, price, round_)
+        turn = responder.choose(view, rng)
+        answer = game.answer_text(turn)
+        messages = [
+            {"role": "system", "content": role_text(seat, value)},
+            {"role": "user", "content": "\n".join([*state_lines(view, seat), "Your turn."])},
+            {"role": "assistant", "content": answer},
+        ]
+        yield Chat(
+            game="bargaining",
+            strategy="ReservationPrice",
+            opponent="drill",
+            actions=(answer,),
+            messages=messages,
+        )

@@ -1,0 +1,84 @@
+"""Comparison drills: real one-decision bargaining chats whose answer is the reservation-price
+responder's, whose relation word is right, and which `gen-sft --drills` writes (bargaining only)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+from stratagem.games.bargaining import Bargaining
+from stratagem.games.bargaining.catalog import builtin_catalog, scenarios
+from stratagem.games.bargaining.prompts import role_text, system_prompt
+from stratagem.training.drills import comparison_drills
+
+ANSWER = re.compile(r"offers \$([\d.]+); my reservation value is \$([\d.]+), so the offer is (\w+)")
+
+
+def test_every_drill_is_a_right_comparison_answered_as_the_responder_would():
+    game, seen = Bargaining(), set()
+    for chat in comparison_drills(400, seed=7):
+        system, user, answer = (m["content"] for m in chat.messages)
+        seller = system.startswith("You are the SELLER")
+        value = float(re.search(r"reservation value is \$([\d.]+)", system).group(1))
+        offered = float(re.search(r"Open offer from the \w+: \$([\d.]+)\.", user).group(1))
+        price, quoted, relation = ANSWER.search(answer).groups()
+        assert (float(price), float(quoted)) == (offered, value)  # both copied, not invented
+        truth = "lower" if offered < value else "higher" if offered > value else "the"
+        assert relation == truth
+        assert 0.7 <= offered / value <= 1.3
+        turn = game.parse(answer)  # the game reads it back as the responder's decision
+        accepts = [c.render() for c in turn.calls] == ["respond_to_offer(response=True)"]
+        assert accepts == (offered >= value if seller else offered <= value)
+        if not accepts:
+            assert [c.render() for c in turn.calls] == [
+                "respond_to_offer(response=False)",
+                "wait_for_response()",
+            ]
+        round_ = int(re.match(r"Round (\d+) of 10\.", user).group(1))
+        assert round_ % 2 == (1 if seller else 0) and round_ >= 2
+        seen.add((seller, accepts, relation))
+    # both roles, both decisions, and offers equal to the value all occur
+    assert {(s, a) for s, a, _ in seen} == {
+        (True, True),
+        (True, False),
+        (False, True),
+        (False, False),
+    }
+    assert any(r == "the" for *_, r in seen)
+
+
+def test_the_drills_system_turn_is_the_games_own_role_sentence():
+    s = scenarios(builtin_catalog(), gft=1, ngft=0)[0]
+    for seat, value in ((0, s.seller_value), (1, s.buyer_value)):
+        assert role_text(seat, value) in system_prompt(s, seat, 10, guide=False)
+
+
+def test_drills_are_seeded():
+    first = [c.messages for c in comparison_drills(20, seed=3)]
+    assert first == [c.messages for c in comparison_drills(20, seed=3)]
+    assert first != [c.messages for c in comparison_drills(20, seed=4)]
+
+
+def test_gen_sft_writes_drills_and_refuses_them_for_other_games(tmp_path):
+    def gen_sft(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "stratagem.cli.main", "gen-sft", "-o", str(tmp_path), *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    r = gen_sft("--game", "bargaining", "--drills", "50")
+    assert r.returncode == 0, r.stderr
+    folder = tmp_path / "bargaining-drills"
+    rows = [json.loads(x) for f in ("train", "test") for x in open(folder / f"{f}.jsonl")]
+    assert len(rows) == 50 and {r["opponent"] for r in rows} == {"drill"}
+    assert json.loads((folder / "card.json").read_text())["chats"] == {"train": 40, "test": 10}
+    assert not (tmp_path / "bargaining").exists()  # no --agents: drills only
+
+    r = gen_sft("--game", "ipd", "--drills", "5", "--agents", "TitForTat")
+    assert r.returncode != 0
+    assert "--drills needs --game bargaining" in r.stderr + r.stdout
+    assert "Traceback" not in r.stderr
