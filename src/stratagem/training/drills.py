@@ -3,9 +3,9 @@ needs far more often than whole negotiations can show it.
 
 A reservation-price responder (``strategies.bargaining.ReservationPrice``) writes, before each
 answer, the open offer beside its reservation value and the word that relates them ("…; my
-reservation value is $194.02, so the offer is lower"). A whole demonstrated negotiation holds
-one or two such comparisons in ~1,500 tokens, and SmolLM2-135M compares two prices at chance
-before training (docs/results.md); a drill holds one in ~150 tokens: the game's own role
+reservation value is $194.02, so the offer is lower"), then the decision that follows from
+the word and its role. A whole demonstrated negotiation holds one to three such decisions in
+~1,500 tokens; a drill holds one in ~150 tokens: the game's own role
 sentence as the system turn, the game's own state lines with the open offer as the user turn,
 and the responder's own answer (thought and tool calls, rendered by the game) as the assistant
 turn. So a drill is a real decision of the game stripped of the negotiation around it, and the
