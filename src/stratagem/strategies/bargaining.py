@@ -1,6 +1,7 @@
 """Rule-based bargainers (SPEC §8): time-dependent concession tactics from the automated-
 negotiation literature, a tit-for-tat concession mirror, a reservation-price responder (whose
-thoughts compare prices digit by digit, for demonstrations a small model can copy), a
+thoughts put each offer beside its value and name the relation, for demonstrations a small model
+can copy), a
 zero-intelligence trader (random prices within its budget), and a naive accepter that violates
 IR.
 
