@@ -1,9 +1,8 @@
 """Rule-based bargainers (SPEC §8): time-dependent concession tactics from the automated-
 negotiation literature, a tit-for-tat concession mirror, a reservation-price responder (whose
 thoughts put each offer beside its value and name the relation, for demonstrations a small model
-can copy), a
-zero-intelligence trader (random prices within its budget), and a naive accepter that violates
-IR.
+can copy), a zero-intelligence trader (random prices within its budget), and a naive accepter
+that violates IR.
 
 Each plays either role. Time-dependent tactics (Faratin et al.) offer
 ``anchor + (reservation − anchor)·(t/T)^(1/e)`` where t counts the bargainer's own turns before
