@@ -93,3 +93,50 @@ def test_a_turn_row_trains_its_completion_only():
     assert tokenizer.decode(trained).startswith(last["completion"][0]["content"])
     # the earlier answers in the prompt are targets of the whole chat, not of the turn row
     assert sum(x != IGNORE for x in every["labels"]) > sum(x != IGNORE for x in only["labels"])
+
+
+def test_a_starting_adapter_folder_without_its_config_is_refused(tmp_path):
+    from stratagem.errors import ConfigError
+    from stratagem.training.sft import SFTArgs
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.jsonl").write_text("")
+    args = SFTArgs(data=tmp_path / "data", out=tmp_path / "run", adapter=str(tmp_path / "nope"))
+    with pytest.raises(ConfigError, match="no adapter_config.json"):
+        args.check()
+
+
+def test_the_next_step_of_a_staged_sft_run_evaluates_the_whole_stack(tmp_path):
+    from stratagem.cli.train import _next_steps
+    from stratagem.training.sft import SFTArgs
+
+    (tmp_path / "adapter").mkdir()
+    (tmp_path / "adapter" / "adapter_config.json").write_text("{}")
+    args = SFTArgs(data=tmp_path / "bargaining", adapter="runs/drills/adapter")
+    (line,) = _next_steps(args, tmp_path / "adapter")
+    assert line.endswith(f"--adapter runs/drills/adapter,{tmp_path / 'adapter'}")
+
+
+@pytest.mark.slow
+def test_a_staged_run_starts_from_its_adapter_merged_into_the_weights(tmp_path):
+    """A first run with a large step moves the weights; a second run from it (``adapter``) with a
+    vanishing learning rate writes merged weights equal to the first run's, not the base's."""
+    import torch
+    from safetensors.torch import load_file
+
+    from stratagem.backends.embedded import embedded_dir
+    from stratagem.training.sft import SFTArgs, train_sft
+    from stratagem.training.sft_data import write_dataset
+
+    write_dataset("kuhn", tmp_path / "data", sizes={"kuhn": 20})
+    common = dict(data=tmp_path / "data/kuhn", batch_size=2, eval_examples=2, merge=True)
+    # two steps: the warmup's first step has a learning rate of 0
+    first = train_sft(SFTArgs(out=tmp_path / "a", learning_rate=1e-2, max_steps=2, **common))
+    train_sft(
+        SFTArgs(out=tmp_path / "b", learning_rate=1e-12, max_steps=1, adapter=str(first), **common)
+    )
+    start, staged = (load_file(tmp_path / run / "merged" / "model.safetensors") for run in "ab")
+    base = load_file(embedded_dir() / "model.safetensors")
+    name = next(k for k in start if "q_proj" in k)
+    assert not torch.allclose(start[name], base[name], atol=1e-4)  # the first run moved it
+    assert torch.allclose(staged[name], start[name], atol=1e-6)

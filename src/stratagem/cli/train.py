@@ -213,9 +213,10 @@ def _next_steps(args: Any, folder: Path) -> list[str]:
             f"best step {chosen['step']} (evaluate with: stratagem eval --game {game} --agent hf "
             f"--adapter {stack})"
         ]
-    if (folder / "adapter_config.json").exists():
+    if (folder / "adapter_config.json").exists():  # SFT: its starting adapters stay under it
         game = game or getattr(args, "data", folder).name
-        return [f"evaluate with: stratagem eval --game {game} --agent hf --adapter {folder}"]
+        stack = ",".join([*filter(None, [getattr(args, "adapter", None)]), str(folder)])
+        return [f"evaluate with: stratagem eval --game {game} --agent hf --adapter {stack}"]
     return []
 
 

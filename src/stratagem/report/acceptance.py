@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import textwrap
 from pathlib import Path
 
 from rich.console import Console
@@ -152,7 +153,8 @@ def _plot(curves: list[AcceptanceCurve], path: Path) -> None:
     ax.set(
         xlabel="offer beyond the reservation value (% of it)", ylabel="accepted", ylim=(-0.05, 1.05)
     )
-    ax.set_title(curves[0].agent, fontsize=9)
+    # a stacked adapter's name runs long: wrap it at its separators rather than cut it off
+    ax.set_title(textwrap.fill(curves[0].agent.replace(",", ", "), 70), fontsize=8)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)

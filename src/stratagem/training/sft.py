@@ -5,7 +5,10 @@ only (rank 32, α 64, dropout 0.05), cosine schedule with 5 % warmup, an eval sp
 checkpoints. Each row is one multi-turn chat (one episode of one demonstrator); the loss covers
 **every accepted assistant turn** and nothing else (``trl_config.tokenize_chat``). Answers the
 game refused stay in the context without loss, and a chat of an aborted game carries no loss at
-all, so it is left out (SPEC §7; ``chat_tokens`` says how rows mark them).
+all, so it is left out (SPEC §7; ``chat_tokens`` says how rows mark them). ``--adapter`` starts
+from earlier SFT runs (merged into the weights under the new LoRA), for staged recipes such as
+comparison drills, then whole negotiations; evaluate the result as the stack
+``--adapter START,OUT/adapter``.
 
 Departures from the paper, on purpose: the CPU demo raises the learning rate (2e-4 instead of
 2e-5) and caps the steps, so that a few hundred steps teach the answer format; the GPU recipe
@@ -22,13 +25,13 @@ from typing import Any
 
 from stratagem.errors import ConfigError
 from stratagem.settings import OutFolder, PositiveFloat, opt
-from stratagem.training.args import ModelArgs, RunArgs, TRLArgs
+from stratagem.training.args import PolicyArgs, RunArgs, TRLArgs
 from stratagem.training.policy import TARGET_MODULES, model_path
 from stratagem.training.trl_config import IGNORE, refused_turns, sft_config, tokenize_chat
 
 
 @dataclass
-class SFTArgs(TRLArgs, RunArgs, ModelArgs):
+class SFTArgs(TRLArgs, RunArgs, PolicyArgs):
     """Hyperparameters of ``stratagem train sft`` (defaults: SEPO App. H)."""
 
     data: Path = Path("data/sft/kuhn")
@@ -63,11 +66,15 @@ class SFTArgs(TRLArgs, RunArgs, ModelArgs):
     """bf16 weights (GPU)."""
 
     def check(self) -> None:
-        """Refuses a data folder without ``train.jsonl`` before any weights load."""
+        """Refuses a data folder without ``train.jsonl``, or a starting adapter folder without
+        ``adapter_config.json``, before any weights load."""
         if not (Path(self.data) / "train.jsonl").exists():
             raise ConfigError(
                 f"{self.data} holds no train.jsonl; write one with `stratagem gen-sft`"
             )
+        for folder in (self.adapter or "").split(","):
+            if folder and not (Path(folder) / "adapter_config.json").exists():
+                raise ConfigError(f"--adapter {folder}: no adapter_config.json in that folder")
 
 
 def chat_tokens(tokenizer: Any, row: Mapping[str, Any], max_length: int) -> dict[str, list[int]]:
@@ -120,7 +127,7 @@ def train_sft(args: SFTArgs, resume: bool = True) -> Path:
     """
     import torch
     from datasets import Dataset
-    from peft import LoraConfig
+    from peft import LoraConfig, PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTTrainer
 
@@ -137,6 +144,9 @@ def train_sft(args: SFTArgs, resume: bool = True) -> Path:
     model = AutoModelForCausalLM.from_pretrained(
         path, dtype=torch.bfloat16 if args.bf16 else torch.float32
     )
+    for folder in (args.adapter or "").split(","):  # a staged recipe: earlier SFT runs under it
+        if folder:
+            model = PeftModel.from_pretrained(model, folder).merge_and_unload()
     train = Dataset.from_list(train_rows)
     test = None  # no held-out chats: train without evaluation
     test_file = args.data / "test.jsonl"
