@@ -82,3 +82,23 @@ def test_gen_sft_writes_drills_and_refuses_them_for_other_games(tmp_path):
     assert r.returncode != 0
     assert "--drills needs --game bargaining" in r.stderr + r.stdout
     assert "Traceback" not in r.stderr
+
+
+def test_far_drills_offer_up_to_four_times_away_and_are_still_answered_right():
+    far = near = 0
+    for chat in comparison_drills(400, seed=5, far=0.5):
+        answer = chat.messages[2]["content"]
+        price, value, relation = ANSWER.search(answer).groups()
+        ratio = float(price) / float(value)
+        assert 1 / 4.01 <= ratio <= 4.01
+        if ratio != 1:
+            assert relation == ("lower" if ratio < 1 else "higher")
+        far += not 0.7 <= ratio <= 1.3
+        near += 0.7 <= ratio <= 1.3
+    assert 150 <= far <= 250 and near >= 150  # about half of the 400 are far
+
+
+def test_without_far_drills_the_draws_are_those_of_before():
+    """``far`` 0 spends no draw on it: the first drills of a seed stay what they were."""
+    first = next(comparison_drills(1, seed=42, far=0.0)).messages[1]["content"]
+    assert "Open offer from the buyer: $475.53." in first  # seed 42's first drill, as written

@@ -38,7 +38,7 @@ def _write_drills(cfg: GenSFTArgs, progress) -> None:
     from stratagem.training.sft_data import write_chats
 
     task = progress.add_task("comparison drills", total=cfg.drills)
-    chats = comparison_drills(cfg.drills, cfg.seed)
+    chats = comparison_drills(cfg.drills, cfg.seed, cfg.drills_far)
     on_example = lambda n, t=task: progress.advance(t)  # noqa: E731
     card = write_chats("bargaining-drills", chats, cfg.out, cfg.seed, on_example=on_example)
     _print_card("bargaining-drills", card, cfg.out)

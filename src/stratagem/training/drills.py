@@ -12,8 +12,10 @@ turn. So a drill is a real decision of the game stripped of the negotiation arou
 answer is the demonstrator's, not a second copy of its rule.
 
 Drills are written like any other SFT chats (``write_chats``), so ``train sft`` takes them as
-they are; a curriculum trains on drills first (``--merge``), then on whole negotiations from
-the merged model (``--model``).
+they are; a curriculum trains on drills first, then on whole negotiations from them (``train
+sft --adapter``). Offers lie within ±30 % of the value, where the acceptance curve probes; a
+``far`` share lies 1.3–4 times above or below it, as a hard bargainer's early offers do (a model
+drilled only near its value called such offers by the wrong word in whole games).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ MAX_ROUNDS = 10
 LOW, HIGH = 10.0, 2000.0  # the reservation values drawn, log-uniformly (the catalog's scale)
 MARGIN = 0.3  # offers up to 30 % either side of the value, as the acceptance curve probes
 SAME = 0.05  # the share of drills whose offer equals the value (accepted: "the same")
+FAR = 4.0  # far offers: a ratio to the value log-uniform in [1 + MARGIN, FAR], above or below
 
 
 def drill_view(role: str, value: float, price: float, round_: int) -> BargainingView:
@@ -40,8 +43,8 @@ def drill_view(role: str, value: float, price: float, round_: int) -> Bargaining
     return BargainingView(
         role=role,
         reservation=value,
-        low=round(value * (1 - MARGIN), 2),
-        high=round(value * (1 + MARGIN), 2),
+        low=min(round(value * (1 - MARGIN), 2), price),  # the range holds a far offer too
+        high=max(round(value * (1 + MARGIN), 2), price),
         round=round_,
         max_rounds=MAX_ROUNDS,
         listing=False,
@@ -53,25 +56,31 @@ def drill_view(role: str, value: float, price: float, round_: int) -> Bargaining
     )
 
 
-def drill_prices(rng: random.Random) -> tuple[float, float]:
+def drill_prices(rng: random.Random, far: float = 0.0) -> tuple[float, float]:
     """Returns a (reservation value, offered price) pair in cents: the value log-uniform in
-    [LOW, HIGH], the price within ±MARGIN of it, equal to it in a ``SAME`` share of draws."""
+    [LOW, HIGH]; the price equal to it in a ``SAME`` share of draws, else in a ``far`` share
+    of draws a ratio log-uniform in [1 + MARGIN, FAR] above or below it, else within ±MARGIN.
+    With ``far`` 0 no draw is spent on it, so the drills of before are unchanged."""
     value = round(math.exp(rng.uniform(math.log(LOW), math.log(HIGH))), 2)
     if rng.random() < SAME:
         return value, value
+    if far and rng.random() < far:
+        ratio = math.exp(rng.uniform(math.log(1 + MARGIN), math.log(FAR)))
+        return value, round(value * ratio if rng.random() < 0.5 else value / ratio, 2)
     price = round(value * (1 + rng.uniform(-MARGIN, MARGIN)), 2)
     return value, price
 
 
-def comparison_drills(n: int, seed: int) -> Iterator[Chat]:
+def comparison_drills(n: int, seed: int, far: float = 0.0) -> Iterator[Chat]:
     """Yields ``n`` drills, seeded: half as the seller (offers in odd rounds after the listing),
-    half as the buyer (even rounds), each answered by ``ReservationPrice``."""
+    half as the buyer (even rounds), each answered by ``ReservationPrice``; ``far``: the share
+    of offers 1.3–4 times away from the value (``drill_prices``)."""
     rng = random.Random(derive(seed, "comparison-drills"))
     game, responder = Bargaining(), ReservationPrice()
     for i in range(n):
         seat = i % 2
         role = ("seller", "buyer")[seat]
-        value, price = drill_prices(rng)
+        value, price = drill_prices(rng, far)
         round_ = rng.randrange(3 if seat == 0 else 2, MAX_ROUNDS + 1, 2)
         view = drill_view(role, value, price, round_)
         turn = responder.choose(view, rng)

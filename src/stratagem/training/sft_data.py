@@ -35,7 +35,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from stratagem.agents.settings import LLMSettings
 from stratagem.episode import Episode
@@ -95,6 +97,9 @@ class GenSFTArgs(LLMSettings):
     drills: int = 0
     """With --game bargaining: also write this many one-decision comparison drills
     (training/drills.py) to OUT/bargaining-drills; --agents may then be left out."""
+    drills_far: Annotated[float, Field(ge=0, le=1)] = 0.0
+    """The share of drills whose offer is 1.3–4 times above or below the value (a hard
+    bargainer's early offers); the rest lie within ±30 % of it."""
 
 
 def strip_think(text: str) -> str:
