@@ -95,15 +95,18 @@ def test_a_turn_row_trains_its_completion_only():
     assert sum(x != IGNORE for x in every["labels"]) > sum(x != IGNORE for x in only["labels"])
 
 
-def test_a_starting_adapter_folder_without_its_config_is_refused(tmp_path):
+def test_a_starting_adapter_that_is_no_adapter_folder_is_refused(tmp_path):
+    """The check every trainer's ``--adapter`` goes through (``args.check_adapters``)."""
     from stratagem.errors import ConfigError
     from stratagem.training.sft import SFTArgs
 
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "train.jsonl").write_text("")
-    args = SFTArgs(data=tmp_path / "data", out=tmp_path / "run", adapter=str(tmp_path / "nope"))
-    with pytest.raises(ConfigError, match="no adapter_config.json"):
-        args.check()
+    (tmp_path / "empty").mkdir()
+    for folder, why in (("nope", "no such adapter folder"), ("empty", "no adapter_config.json")):
+        args = SFTArgs(data=tmp_path / "data", out=tmp_path / "run", adapter=str(tmp_path / folder))
+        with pytest.raises(ConfigError, match=why):
+            args.check()
 
 
 def test_the_next_step_of_a_staged_sft_run_evaluates_the_whole_stack(tmp_path):

@@ -233,7 +233,7 @@ def check_lora_dropout(args: ModelArgs) -> None:
 
 
 def check_adapters(args: PolicyArgs) -> None:
-    """Refuse starting adapters that are not folders.
+    """Refuse starting adapters that are not folders, or folders without an adapter in them.
 
     Raises:
         ConfigError: naming ``--adapter`` and the folder.
@@ -241,6 +241,8 @@ def check_adapters(args: PolicyArgs) -> None:
     for folder in (args.adapter or "").split(","):
         if folder and not Path(folder).is_dir():
             raise ConfigError(f"--adapter {folder}: no such adapter folder")
+        if folder and not (Path(folder) / "adapter_config.json").exists():
+            raise ConfigError(f"--adapter {folder}: no adapter_config.json in that folder")
 
 
 def check_schedule(args: GRPOArgs) -> None:

@@ -108,16 +108,26 @@ def enable_gradient_checkpointing(policy: Any) -> None:
         policy.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
 
 
+def merge_adapters(model: Any, adapter: str | None) -> Any:
+    """``model`` with each adapter folder of ``adapter`` (comma-separated, in order) merged into
+    its weights; ``model`` itself when there is none."""
+    from peft import PeftModel
+
+    for folder in (adapter or "").split(","):
+        if folder:
+            model = PeftModel.from_pretrained(model, folder).merge_and_unload()
+    return model
+
+
 def load_policy(args: PolicySettings) -> tuple[Any, Any]:
     """The base model (with the starting adapters merged in, if any), a fresh trainable LoRA on
     top, and the tokenizer. The merged weights are what disabling the LoRA gives: the KL
     reference."""
-    from peft import LoraConfig, PeftModel, get_peft_model
+    from peft import LoraConfig, get_peft_model
 
     base, tokenizer = load_base(args.model)
-    if args.adapter:  # the SFT policy is the start and the reference, as in the paper
-        for folder in args.adapter.split(","):
-            base = PeftModel.from_pretrained(base, folder).merge_and_unload()
+    # the SFT policy is the start and the reference, as in the paper
+    base = merge_adapters(base, args.adapter)
     lora = LoraConfig(
         r=args.lora_rank,
         lora_alpha=args.lora_alpha,

@@ -25,8 +25,8 @@ from typing import Any
 
 from stratagem.errors import ConfigError
 from stratagem.settings import OutFolder, PositiveFloat, opt
-from stratagem.training.args import PolicyArgs, RunArgs, TRLArgs
-from stratagem.training.policy import TARGET_MODULES, model_path
+from stratagem.training.args import PolicyArgs, RunArgs, TRLArgs, check_adapters
+from stratagem.training.policy import TARGET_MODULES, merge_adapters, model_path
 from stratagem.training.trl_config import IGNORE, refused_turns, sft_config, tokenize_chat
 
 
@@ -72,9 +72,7 @@ class SFTArgs(TRLArgs, RunArgs, PolicyArgs):
             raise ConfigError(
                 f"{self.data} holds no train.jsonl; write one with `stratagem gen-sft`"
             )
-        for folder in (self.adapter or "").split(","):
-            if folder and not (Path(folder) / "adapter_config.json").exists():
-                raise ConfigError(f"--adapter {folder}: no adapter_config.json in that folder")
+        check_adapters(self)
 
 
 def chat_tokens(tokenizer: Any, row: Mapping[str, Any], max_length: int) -> dict[str, list[int]]:
@@ -127,7 +125,7 @@ def train_sft(args: SFTArgs, resume: bool = True) -> Path:
     """
     import torch
     from datasets import Dataset
-    from peft import LoraConfig, PeftModel
+    from peft import LoraConfig
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTTrainer
 
@@ -144,9 +142,7 @@ def train_sft(args: SFTArgs, resume: bool = True) -> Path:
     model = AutoModelForCausalLM.from_pretrained(
         path, dtype=torch.bfloat16 if args.bf16 else torch.float32
     )
-    for folder in (args.adapter or "").split(","):  # a staged recipe: earlier SFT runs under it
-        if folder:
-            model = PeftModel.from_pretrained(model, folder).merge_and_unload()
+    model = merge_adapters(model, args.adapter)  # a staged recipe: earlier SFT runs under it
     train = Dataset.from_list(train_rows)
     test = None  # no held-out chats: train without evaluation
     test_file = args.data / "test.jsonl"
