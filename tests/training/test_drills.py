@@ -1,5 +1,6 @@
 """Comparison drills: real one-decision bargaining chats whose answer is the reservation-price
-responder's, whose relation word is right, and which `gen-sft --drills` writes (bargaining only)."""
+responder's, whose relation word is right, and which `gen-sft --drills` writes; games without
+drills are refused."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 from stratagem.games.bargaining import Bargaining
 from stratagem.games.bargaining.catalog import builtin_catalog, scenarios
 from stratagem.games.bargaining.prompts import role_text, system_prompt
-from stratagem.training.drills import comparison_drills
+from stratagem.training.drills.bargaining import comparison_drills
 
 ANSWER = re.compile(r"offers \$([\d.]+); my reservation value is \$([\d.]+), so the offer is (\w+)")
 
@@ -80,7 +81,12 @@ def test_gen_sft_writes_drills_and_refuses_them_for_other_games(tmp_path):
 
     r = gen_sft("--game", "ipd", "--drills", "5", "--agents", "TitForTat")
     assert r.returncode != 0
-    assert "--drills needs --game bargaining" in r.stderr + r.stdout
+    assert "no drills for --game ipd; games with drills: bargaining, dond" in r.stderr + r.stdout
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "ipd-drills").exists() and not (tmp_path / "ipd").exists()
+
+    r = gen_sft("--drills", "5")
+    assert r.returncode != 0 and "--drills needs --game" in r.stderr + r.stdout
     assert "Traceback" not in r.stderr
 
 

@@ -31,17 +31,16 @@ console = Console()
 
 
 def _write_drills(cfg: GenSFTArgs, progress) -> None:
-    """Writes ``cfg.drills`` comparison drills to OUT/bargaining-drills (bargaining only)."""
-    if cfg.game != "bargaining":
-        raise ConfigError(f"--drills needs --game bargaining, not --game {cfg.game}")
-    from stratagem.training.drills import comparison_drills
+    """Writes ``cfg.drills`` drills of ``cfg.game`` to OUT/GAME-drills."""
+    from stratagem.training.drills import drills
     from stratagem.training.sft_data import write_chats
 
-    task = progress.add_task("comparison drills", total=cfg.drills)
-    chats = comparison_drills(cfg.drills, cfg.seed, cfg.drills_far)
+    chats = drills(cfg.game, cfg.drills, cfg.seed, cfg.drills_far)  # checks game and far first
+    name = f"{cfg.game}-drills"
+    task = progress.add_task(name, total=cfg.drills)
     on_example = lambda n, t=task: progress.advance(t)  # noqa: E731
-    card = write_chats("bargaining-drills", chats, cfg.out, cfg.seed, on_example=on_example)
-    _print_card("bargaining-drills", card, cfg.out)
+    card = write_chats(name, chats, cfg.out, cfg.seed, on_example=on_example)
+    _print_card(name, card, cfg.out)
 
 
 def gen_sft_command(cfg: GenSFTArgs) -> None:
@@ -59,6 +58,10 @@ def gen_sft_command(cfg: GenSFTArgs) -> None:
 
     check_out_path(cfg.out)
     with progress_bar(console) as progress:
+        if cfg.drills:
+            _write_drills(cfg, progress)
+            if not cfg.agents:
+                return
         if cfg.game is None:
             for name in cfg.datasets:
                 if name not in DATASETS:
@@ -74,10 +77,6 @@ def gen_sft_command(cfg: GenSFTArgs) -> None:
                 )
                 _print_card(name, card, cfg.out)
             return
-        if cfg.drills:
-            _write_drills(cfg, progress)
-            if not cfg.agents:
-                return
         if not cfg.agents:
             raise ConfigError("--game needs --agents, e.g. --agents FairSplit,ValueGreedy")
         for d in cfg.demonstrators or []:

@@ -95,10 +95,12 @@ class GenSFTArgs(LLMSettings):
     min_score: float | None = None
     """With --game: keep only the chats whose seat scored at least this (its episode payoff)."""
     drills: int = 0
-    """With --game bargaining: also write this many one-decision comparison drills
-    (training/drills.py) to OUT/bargaining-drills; --agents may then be left out."""
+    """With --game bargaining or dond: also write this many drills (training/drills/) to
+    OUT/GAME-drills — bargaining: one-decision comparisons of an offer with one's value; dond:
+    four-turn games whose closing proposals take one's own share of a deal; --agents may then be
+    left out."""
     drills_far: Annotated[float, Field(ge=0, le=1)] = 0.0
-    """The share of drills whose offer is 1.3–4 times above or below the value (a hard
+    """Bargaining drills: the share whose offer is 1.3–4 times above or below the value (a hard
     bargainer's early offers); the rest lie within ±30 % of it."""
 
 

@@ -97,3 +97,8 @@ def comparison_drills(n: int, seed: int, far: float = 0.0) -> Iterator[Chat]:
             actions=(answer,),
             messages=messages,
         )
+
+
+def drills(n: int, seed: int, far: float = 0.0) -> Iterator[Chat]:
+    """The game's drills for ``gen-sft --drills``: ``comparison_drills``."""
+    return comparison_drills(n, seed, far)

@@ -1,0 +1,38 @@
+"""Drills: short chats of one game that each show one decision a whole demonstration holds
+rarely, so that a small model sees it thousands of times (``gen-sft --game G --drills N``).
+
+One module per game, each with ``drills(n, seed, far) -> Iterator[Chat]``; ``DRILLS`` names it.
+A new game's drills are one module plus one entry here. Drills are written like any other SFT
+chats, so ``train sft`` takes them as they are, and a curriculum trains on drills first, then on
+whole games on top of them (``train sft --adapter``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+
+from stratagem.errors import ConfigError
+from stratagem.training.sft_data import Chat
+
+DRILLS = {
+    "bargaining": "stratagem.training.drills.bargaining",  # the offer beside one's value
+    "dond": "stratagem.training.drills.dond",  # which share of a deal is one's own
+}
+
+
+def drills(game: str | None, n: int, seed: int, far: float = 0.0) -> Iterator[Chat]:
+    """Returns ``n`` drills of ``game``, deterministic in ``seed``; ``far`` as the game's module
+    takes it (bargaining: the share of far offers).
+
+    Raises:
+        ConfigError: no game named, ``game`` has no drills, or its drills take no ``far``.
+    """
+    if game is None:
+        raise ConfigError("--drills needs --game, e.g. --game dond --drills 2000")
+    if game not in DRILLS:
+        raise ConfigError(
+            f"--drills: no drills for --game {game}; games with drills: "
+            + ", ".join(sorted(DRILLS))
+        )
+    return importlib.import_module(DRILLS[game]).drills(n, seed, far)

@@ -1,0 +1,110 @@
+"""Perspective drills: four-turn Deal or No Deal games played by the engine, whose closing
+proposals take each seat's own share of the deal — the reader's the deal's first share, the
+writer's its second — and which `gen-sft --game dond --drills` writes."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from stratagem.errors import ConfigError
+from stratagem.games.dond import complement, objective_text
+from stratagem.strategies.dond_talk import CLAIMS, DEALS, claim_in, deal_in
+from stratagem.training.drills import drills
+
+SHARE = re.compile(r"\((\d+) books, (\d+) hats, (\d+) balls\)")
+POOL = re.compile(r"items: (\d+) books?, (\d+) hats? and (\d+) balls?\.")
+
+
+def shares(text: str) -> list[tuple[int, ...]]:
+    return [tuple(map(int, m)) for m in SHARE.findall(text)]
+
+
+def test_each_seat_proposes_its_own_share_of_the_deal():
+    chats = list(drills("dond", 200, seed=7))
+    assert len(chats) == 200
+    firsts, lams = set(), set()
+    for claimant, accepter in zip(chats[::2], chats[1::2], strict=True):
+        counts = tuple(map(int, POOL.search(claimant.messages[0]["content"]).groups()))
+        c = [m["content"] for m in claimant.messages[1:]]
+        a = [m["content"] for m in accepter.messages[1:]]
+        # the claimant: opens, claims, reads the deal, proposes the deal's first share
+        assert c[0].startswith("The negotiation starts and you speak first.")
+        claimed = claim_in(c[1])
+        assert claimed is not None and claimed not in (counts, (0, 0, 0))
+        granted = deal_in(c[2])
+        assert granted == claimed == shares(c[2])[0]
+        assert c[3] == f"[propose] ({granted[0]} books, {granted[1]} hats, {granted[2]} balls)"
+        # the accepter: reads the claim, writes the deal, proposes the deal's second share
+        assert a[0].startswith("The other player wrote:") and c[1][len("[message] ") :] in a[0]
+        assert deal_in(a[1]) == claimed and shares(a[1])[1] == complement(counts, claimed)
+        assert "The other player submitted its proposal" in a[2]
+        assert shares(a[3]) == [complement(counts, claimed)]
+        # an agreement: the two proposals add up to the pool, and both seats scored it
+        assert claimant.agreement and accepter.agreement
+        assert len(claimant.actions) == len(accepter.actions) == 2
+        firsts.add(c[1].split("(")[0])
+        lams.add(
+            next(lam for lam in (0, 1) if objective_text(lam) in claimant.messages[0]["content"])
+        )
+    assert lams == {0, 1}
+    assert len(firsts) >= 3  # the claim wordings vary
+
+
+def wording_pattern(wording: str) -> re.Pattern[str]:
+    text = re.escape(wording)
+    for slot in ("{s}", "{rest}"):
+        text = text.replace(re.escape(slot), r"\(\d+ books, \d+ hats, \d+ balls\)")
+    return re.compile(r"^\[message\] " + text + "$")
+
+
+def test_every_claim_and_deal_wording_occurs():
+    chats = list(drills("dond", 400, seed=3))
+    claims = [ch.messages[2]["content"] for ch in chats[::2]]
+    deals = [ch.messages[2]["content"] for ch in chats[1::2]]
+    for wording in CLAIMS:
+        assert any(wording_pattern(wording).match(c) for c in claims), wording
+    for wording in DEALS:
+        assert any(wording_pattern(wording).match(d) for d in deals), wording
+
+
+def test_drills_are_seeded_and_counted_exactly():
+    first = [c.messages for c in drills("dond", 9, seed=3)]
+    assert len(first) == 9
+    assert first == [c.messages for c in drills("dond", 9, seed=3)]
+    assert first != [c.messages for c in drills("dond", 9, seed=4)]
+
+
+def test_far_is_refused_for_dond_before_any_game():
+    with pytest.raises(ConfigError, match="--drills-far is for --game bargaining"):
+        drills("dond", 4, seed=1, far=0.5)
+
+
+def test_gen_sft_writes_dond_drills(tmp_path):
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "stratagem.cli.main",
+            "gen-sft",
+            "--game",
+            "dond",
+            "--drills",
+            "20",
+            "-o",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    folder = tmp_path / "dond-drills"
+    rows = [json.loads(x) for f in ("train", "test") for x in open(folder / f"{f}.jsonl")]
+    assert len(rows) == 20 and {r["opponent"] for r in rows} == {"drill"}
+    assert all(r["agreement"] for r in rows)
+    assert not (tmp_path / "dond").exists()  # no --agents: drills only
