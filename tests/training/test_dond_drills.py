@@ -79,9 +79,11 @@ def test_drills_are_seeded_and_counted_exactly():
     assert first != [c.messages for c in drills("dond", 9, seed=4)]
 
 
-def test_far_is_refused_for_dond_before_any_game():
+def test_bargaining_drill_options_are_refused_for_dond_before_any_game():
     with pytest.raises(ConfigError, match="--drills-far is for --game bargaining"):
         drills("dond", 4, seed=1, far=0.5)
+    with pytest.raises(ConfigError, match="--drills-in-game is for --game bargaining"):
+        drills("dond", 4, seed=1, in_game=True)
 
 
 def test_gen_sft_writes_dond_drills(tmp_path):

@@ -12,6 +12,7 @@ import sys
 from stratagem.games.bargaining import Bargaining
 from stratagem.games.bargaining.catalog import builtin_catalog, scenarios
 from stratagem.games.bargaining.prompts import role_text, system_prompt
+from stratagem.training.drills import drills
 from stratagem.training.drills.bargaining import comparison_drills
 
 ANSWER = re.compile(r"offers \$([\d.]+); my reservation value is \$([\d.]+), so the offer is (\w+)")
@@ -79,6 +80,13 @@ def test_gen_sft_writes_drills_and_refuses_them_for_other_games(tmp_path):
     assert json.loads((folder / "card.json").read_text())["chats"] == {"train": 40, "test": 10}
     assert not (tmp_path / "bargaining").exists()  # no --agents: drills only
 
+    r = gen_sft(
+        "--game", "bargaining", "--drills", "4", "--drills-in-game", "-o", str(tmp_path / "g")
+    )
+    assert r.returncode == 0, r.stderr
+    row = json.loads(open(tmp_path / "g" / "bargaining-drills" / "train.jsonl").readline())
+    assert "Tools:" in row["messages"][0]["content"]
+
     r = gen_sft("--game", "ipd", "--drills", "5", "--agents", "TitForTat")
     assert r.returncode != 0
     assert "no drills for --game ipd; games with drills: bargaining, dond" in r.stderr + r.stdout
@@ -108,3 +116,33 @@ def test_without_far_drills_the_draws_are_those_of_before():
     """``far`` 0 spends no draw on it: the first drills of a seed stay what they were."""
     first = next(comparison_drills(1, seed=42, far=0.0)).messages[1]["content"]
     assert "Open offer from the buyer: $475.53." in first  # seed 42's first drill, as written
+
+
+def test_in_game_drills_answer_inside_the_games_own_prompts_on_train_items():
+    from stratagem.games.bargaining.catalog import split
+
+    train = {item.title for item in split(builtin_catalog())["train"]}
+    roles = set()
+    for chat in drills("bargaining", 60, seed=11, far=0.5, in_game=True):
+        system, *turns = chat.messages
+        seller = "You are the SELLER" in system["content"]
+        assert "Tools:" in system["content"] and "habits of good negotiators" in system["content"]
+        title = re.search(r"Item: (.+?) \(", system["content"]).group(1)
+        assert title in train  # never a validation or test item
+        value = float(re.search(r"reservation value is \$([\d.]+)", system["content"]).group(1))
+        answer = turns[-1]["content"]
+        assert [t["role"] for t in turns] == ["user", "assistant"] * (2 if seller else 1)
+        assert turns[-2]["content"].startswith("t=")  # the game's event line before the state
+        round_ = int(re.search(r"Round (\d+) of 10\.", turns[-2]["content"]).group(1))
+        assert round_ == (3 if seller else 2)
+        price, quoted, relation = ANSWER.search(answer).groups()
+        assert float(quoted) == value
+        truth = "lower" if float(price) < value else "higher" if float(price) > value else "the"
+        assert relation == truth
+        accepts = "respond_to_offer(response=True)" in answer
+        assert accepts == (float(price) >= value if seller else float(price) <= value)
+        assert len(chat.actions) == (2 if seller else 1)
+        roles.add((seller, accepts))
+    assert roles == {(True, True), (True, False), (False, True), (False, False)}
+    first = [c.messages for c in drills("bargaining", 4, seed=11, in_game=True)]
+    assert first == [c.messages for c in drills("bargaining", 4, seed=11, in_game=True)]

@@ -35,7 +35,7 @@ def _write_drills(cfg: GenSFTArgs, progress) -> None:
     from stratagem.training.drills import drills
     from stratagem.training.sft_data import write_chats
 
-    chats = drills(cfg.game, cfg.drills, cfg.seed, cfg.drills_far)  # checks game and far first
+    chats = drills(cfg.game, cfg.drills, cfg.seed, cfg.drills_far, cfg.drills_in_game)
     name = f"{cfg.game}-drills"
     task = progress.add_task(name, total=cfg.drills)
     on_example = lambda n, t=task: progress.advance(t)  # noqa: E731

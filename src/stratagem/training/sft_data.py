@@ -102,6 +102,10 @@ class GenSFTArgs(LLMSettings):
     drills_far: Annotated[float, Field(ge=0, le=1)] = 0.0
     """Bargaining drills: the share whose offer is 1.3–4 times above or below the value (a hard
     bargainer's early offers); the rest lie within ±30 % of it."""
+    drills_in_game: bool = False
+    """Bargaining drills inside whole-game prompts (the game's system prompt, a train-split
+    catalog item, the first answer to an offer; ~1,000 tokens) instead of the role sentence
+    and one state line (~150)."""
 
 
 def strip_think(text: str) -> str:

@@ -21,12 +21,15 @@ DRILLS = {
 }
 
 
-def drills(game: str | None, n: int, seed: int, far: float = 0.0) -> Iterator[Chat]:
-    """Returns ``n`` drills of ``game``, deterministic in ``seed``; ``far`` as the game's module
-    takes it (bargaining: the share of far offers).
+def drills(
+    game: str | None, n: int, seed: int, far: float = 0.0, in_game: bool = False
+) -> Iterator[Chat]:
+    """Returns ``n`` drills of ``game``, deterministic in ``seed``; ``far`` and ``in_game`` as
+    the game's module takes them (bargaining: the share of far offers; drills inside whole-game
+    prompts).
 
     Raises:
-        ConfigError: no game named, ``game`` has no drills, or its drills take no ``far``.
+        ConfigError: no game named, ``game`` has no drills, or its drills take neither option.
     """
     if game is None:
         raise ConfigError("--drills needs --game, e.g. --game dond --drills 2000")
@@ -35,4 +38,4 @@ def drills(game: str | None, n: int, seed: int, far: float = 0.0) -> Iterator[Ch
             f"--drills: no drills for --game {game}; games with drills: "
             + ", ".join(sorted(DRILLS))
         )
-    return importlib.import_module(DRILLS[game]).drills(n, seed, far)
+    return importlib.import_module(DRILLS[game]).drills(n, seed, far, in_game)

@@ -66,15 +66,17 @@ class DrillPartner(Negotiator):
         return Say(claim_text(share, complement(whole, share), wording))
 
 
-def drills(n: int, seed: int, far: float = 0.0) -> Iterator[Chat]:
+def drills(n: int, seed: int, far: float = 0.0, in_game: bool = False) -> Iterator[Chat]:
     """Returns ``n`` perspective drills (chats), deterministic in ``seed``: two per drill game,
     the claimant's first.
 
     Raises:
-        ConfigError: ``far`` is set (it is a bargaining drill setting).
+        ConfigError: ``far`` or ``in_game`` is set (bargaining drill settings; a drill game
+            here is a whole game already).
     """
-    if far:
-        raise ConfigError("--drills-far is for --game bargaining drills, not dond")
+    if far or in_game:
+        flag = "--drills-far" if far else "--drills-in-game"
+        raise ConfigError(f"{flag} is for --game bargaining drills, not dond")
     return _drill_chats(n, seed)
 
 
