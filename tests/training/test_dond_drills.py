@@ -1,13 +1,10 @@
 """Perspective drills: four-turn Deal or No Deal games played by the engine, whose closing
 proposals take each seat's own share of the deal — the reader's the deal's first share, the
-writer's its second — and which `gen-sft --game dond --drills` writes."""
+writer's its second. `gen-sft --game dond --drills` is tested in test_drills.py."""
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -84,29 +81,3 @@ def test_bargaining_drill_options_are_refused_for_dond_before_any_game():
         drills("dond", 4, seed=1, far=0.5)
     with pytest.raises(ConfigError, match="--drills-in-game is for --game bargaining"):
         drills("dond", 4, seed=1, in_game=True)
-
-
-def test_gen_sft_writes_dond_drills(tmp_path):
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "stratagem.cli.main",
-            "gen-sft",
-            "--game",
-            "dond",
-            "--drills",
-            "20",
-            "-o",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr
-    folder = tmp_path / "dond-drills"
-    rows = [json.loads(x) for f in ("train", "test") for x in open(folder / f"{f}.jsonl")]
-    assert len(rows) == 20 and {r["opponent"] for r in rows} == {"drill"}
-    assert all(r["agreement"] for r in rows)
-    assert not (tmp_path / "dond").exists()  # no --agents: drills only

@@ -63,7 +63,7 @@ def test_drills_are_seeded():
     assert first != [c.messages for c in comparison_drills(20, seed=4)]
 
 
-def test_gen_sft_writes_drills_and_refuses_them_for_other_games(tmp_path):
+def test_gen_sft_writes_drills_of_both_games_and_refuses_them_for_others(tmp_path):
     def gen_sft(*args):
         return subprocess.run(
             [sys.executable, "-m", "stratagem.cli.main", "gen-sft", "-o", str(tmp_path), *args],
@@ -86,6 +86,14 @@ def test_gen_sft_writes_drills_and_refuses_them_for_other_games(tmp_path):
     assert r.returncode == 0, r.stderr
     row = json.loads(open(tmp_path / "g" / "bargaining-drills" / "train.jsonl").readline())
     assert "Tools:" in row["messages"][0]["content"]
+
+    r = gen_sft("--game", "dond", "--drills", "20", "-o", str(tmp_path / "d"))
+    assert r.returncode == 0, r.stderr
+    folder = tmp_path / "d" / "dond-drills"
+    rows = [json.loads(x) for f in ("train", "test") for x in open(folder / f"{f}.jsonl")]
+    assert len(rows) == 20 and {r["opponent"] for r in rows} == {"drill"}
+    assert all(r["agreement"] for r in rows)
+    assert not (tmp_path / "d" / "dond").exists()  # no --agents: drills only
 
     r = gen_sft("--game", "ipd", "--drills", "5", "--agents", "TitForTat")
     assert r.returncode != 0
