@@ -481,6 +481,9 @@ def test_claims_and_deals_are_read_from_templates_and_free_text():
         "We both gain from a good deal. My offer: I keep (1 books, 2 hats, 0 balls), "
         "you get the rest (0 books, 0 hats, 1 balls)."
     ) == (1, 2, 0)
+    good_deal = "We both gain from a good deal. You get (0 books, 0 hats, 1 balls) and I ask for "
+    assert claim_in(good_deal + "(1 books, 2 hats, 0 balls).") == (1, 2, 0)
+    assert deal_in(good_deal + "(1 books, 2 hats, 0 balls).") is None
 
 
 def test_fair_split_claims_the_share_closest_to_half():

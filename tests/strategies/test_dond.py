@@ -81,6 +81,20 @@ def test_every_wording_is_read_back():
         assert values_in(values_text(values, i)) == values, VALUES[i]
 
 
+def test_a_claim_after_any_objective_line_stays_a_claim():
+    """ "We both gain from a good deal. You get …" claims; it does not accept (a deal)."""
+    from types import SimpleNamespace
+
+    from stratagem.strategies.dond import _lam_lines
+    from stratagem.strategies.dond_talk import compose
+
+    share, rest = (1, 0, 2), (3, 2, 0)
+    bodies = [claim_text(share, rest, i) for i in range(len(CLAIMS))]
+    for lam in (-1.0, 0.0, 1.0):
+        for text in compose(_lam_lines(SimpleNamespace(lam=lam)), bodies):
+            assert claim_in(text) == share and deal_in(text) is None, text
+
+
 def test_claims_and_deals_spell_out_both_shares():
     """The proposal that closes a deal is written in the dialogue: a learner copies it."""
     for lam in (1.0, 0.0):

@@ -95,6 +95,11 @@ def test_gen_sft_writes_drills_of_both_games_and_refuses_them_for_others(tmp_pat
     assert all(r["agreement"] for r in rows)
     assert not (tmp_path / "d" / "dond").exists()  # no --agents: drills only
 
+    r = gen_sft("--game", "dond", "--drills", "40", "--drills-refuse", "-o", str(tmp_path / "r"))
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(x) for x in open(tmp_path / "r" / "dond-drills" / "train.jsonl")]
+    assert any("and that leaves me none" in m["content"] for r in rows for m in r["messages"])
+
     r = gen_sft("--game", "ipd", "--drills", "5", "--agents", "TitForTat")
     assert r.returncode != 0
     assert "no drills for --game ipd; games with drills: bargaining, dond" in r.stderr + r.stdout

@@ -35,7 +35,8 @@ def _write_drills(cfg: GenSFTArgs, progress) -> None:
     from stratagem.training.drills import drills
     from stratagem.training.sft_data import write_chats
 
-    chats = drills(cfg.game, cfg.drills, cfg.seed, cfg.drills_far, cfg.drills_in_game)
+    options = cfg.drills_far, cfg.drills_in_game, cfg.drills_refuse
+    chats = drills(cfg.game, cfg.drills, cfg.seed, *options)
     name = f"{cfg.game}-drills"
     task = progress.add_task(name, total=cfg.drills)
     on_example = lambda n, t=task: progress.advance(t)  # noqa: E731

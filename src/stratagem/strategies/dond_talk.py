@@ -45,9 +45,11 @@ _CLAIM = re.compile(
     r"\bI(?:'d|\s+would)?\s+(?:ask\s+for|want|take|get|keep|like|propose\s+to\s+keep)\s*" + _SHARE,
     re.I,
 )
-# a deal names the reader's share after "you get", optionally after the writer's own share
+# a deal names the reader's share after "you get", optionally after the writer's own share;
+# "deal" accepts only as an interjection — first, or after punctuation — so that a claim after
+# "We both gain from a good deal." stays a claim
 _DEAL = re.compile(
-    r"\bdeal\b[:,!.]?\s+(?:I\s+(?:get|keep|take)\s*(?:the\s+rest\s*)?"
+    r"(?<![a-z] )\bdeal\b[:,!.]?\s+(?:I\s+(?:get|keep|take)\s*(?:the\s+rest\s*)?"
     + _share_pattern(r"\d+")
     + r"\s*[,;]?\s*(?:and\s+|so\s+)?)?you\s+get\s*"
     + _SHARE,

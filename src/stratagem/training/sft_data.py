@@ -106,6 +106,8 @@ class GenSFTArgs(LLMSettings):
     """Bargaining drills inside whole-game prompts (the game's system prompt, a train-split
     catalog item, the first answer to an offer; ~1,000 tokens) instead of the role sentence
     and one state line (~150)."""
+    drills_refuse: bool = False
+    """Dond drills whose accepter refuses, with a counter-claim, a claim leaving it no best item."""
 
 
 def strip_think(text: str) -> str:

@@ -1,7 +1,8 @@
 """Drills: short chats of one game that each show one decision a whole demonstration holds
 rarely, so that a small model sees it thousands of times (``gen-sft --game G --drills N``).
 
-One module per game, each with ``drills(n, seed, far) -> Iterator[Chat]``; ``DRILLS`` names it.
+One module per game, each with ``drills(n, seed, far, in_game, refuse) -> Iterator[Chat]``
+(refusing, with a ConfigError, the options that are another game's); ``DRILLS`` names it.
 A new game's drills are one module plus one entry here. Drills are written like any other SFT
 chats, so ``train sft`` takes them as they are, and a curriculum trains on drills first, then on
 whole games on top of them (``train sft --adapter``).
@@ -22,14 +23,21 @@ DRILLS = {
 
 
 def drills(
-    game: str | None, n: int, seed: int, far: float = 0.0, in_game: bool = False
+    game: str | None,
+    n: int,
+    seed: int,
+    far: float = 0.0,
+    in_game: bool = False,
+    refuse: bool = False,
 ) -> Iterator[Chat]:
-    """Returns ``n`` drills of ``game``, deterministic in ``seed``; ``far`` and ``in_game`` as
-    the game's module takes them (bargaining: the share of far offers; drills inside whole-game
-    prompts).
+    """Returns ``n`` drills of ``game``, deterministic in ``seed``; the options as the game's
+    module takes them (bargaining: ``far``, the share of far offers, and ``in_game``, drills
+    inside whole-game prompts; dond: ``refuse``, accepters that refuse a claim leaving them none
+    of the item they value most).
 
     Raises:
-        ConfigError: no game named, ``game`` has no drills, or its drills take neither option.
+        ConfigError: no game named, ``game`` has no drills, or its drills do not take an option
+            that is set.
     """
     if game is None:
         raise ConfigError("--drills needs --game, e.g. --game dond --drills 2000")
@@ -38,4 +46,4 @@ def drills(
             f"--drills: no drills for --game {game}; games with drills: "
             + ", ".join(sorted(DRILLS))
         )
-    return importlib.import_module(DRILLS[game]).drills(n, seed, far, in_game)
+    return importlib.import_module(DRILLS[game]).drills(n, seed, far, in_game, refuse)

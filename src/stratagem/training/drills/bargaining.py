@@ -34,6 +34,7 @@ from typing import cast
 
 from stratagem.agent import Agent
 from stratagem.episode import Episode
+from stratagem.errors import ConfigError
 from stratagem.games import get_game
 from stratagem.games.bargaining import Bargaining, Turn
 from stratagem.games.bargaining.catalog import Regime, scenario
@@ -168,7 +169,15 @@ def game_drills(n: int, seed: int, far: float = 0.0) -> Iterator[Chat]:
         )
 
 
-def drills(n: int, seed: int, far: float = 0.0, in_game: bool = False) -> Iterator[Chat]:
+def drills(
+    n: int, seed: int, far: float = 0.0, in_game: bool = False, refuse: bool = False
+) -> Iterator[Chat]:
     """The game's drills for ``gen-sft --drills``: ``game_drills`` with ``in_game``, else
-    ``comparison_drills``."""
+    ``comparison_drills``.
+
+    Raises:
+        ConfigError: ``refuse`` is set (a Deal or No Deal drill setting).
+    """
+    if refuse:
+        raise ConfigError("--drills-refuse is for --game dond drills, not bargaining")
     return (game_drills if in_game else comparison_drills)(n, seed, far)

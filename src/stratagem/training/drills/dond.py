@@ -16,6 +16,15 @@ the claimant its claim (the share the deal granted it), the accepter the rest. E
 both seats' chats (the claimant's, then the accepter's), under λ = 0 and λ = 1 in turn (the two
 objectives of the warm-start recipe) and its 6-turn cap; the context and the first speaker are
 drawn by the game from the episode seed. Every drill game ends in an agreement.
+
+Refusal drills (``refuse``, ``gen-sft --drills-refuse``) add the one check the accepter above
+never makes: it reads the value line of its own prompt, finds the item it values most
+(``best_type``) and accepts only a claim that leaves it at least one unit of it. A claim that
+takes them all (a third of random claims, about) is refused with a counter-claim that names the
+item — "I value the hats most, and that leaves me none." — and asks for the rest the claim
+offered plus half of those units (at least one); the claimant deals on the counter-claim, and
+both propose. Five turns, inside the same cap. The check needs no arithmetic: one comparison of
+three values and one count read from the claim.
 """
 
 from __future__ import annotations
@@ -29,10 +38,10 @@ from stratagem.agent import Agent
 from stratagem.episode import Episode
 from stratagem.errors import ConfigError
 from stratagem.games import get_game
-from stratagem.games.dond import DondView, Items, Say, Turn, complement, divisions
+from stratagem.games.dond import ITEMS, DondView, Items, Say, Turn, complement, divisions
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
-from stratagem.strategies.dond import Negotiator, claim_text
+from stratagem.strategies.dond import Negotiator, best_type, claim_text, their_claim
 from stratagem.strategies.dond_talk import CLAIMS
 from stratagem.training.sft_data import Chat, agreement_of
 
@@ -66,9 +75,37 @@ class DrillPartner(Negotiator):
         return Say(claim_text(share, complement(whole, share), wording))
 
 
-def drills(n: int, seed: int, far: float = 0.0, in_game: bool = False) -> Iterator[Chat]:
+@dataclass(frozen=True)
+class RefusingDrillPartner(DrillPartner):
+    """``DrillPartner``, except that answering the opening claim it refuses one that leaves it
+    no unit of the item it values most, with a counter-claim (module docstring); the claimant
+    accepts the counter-claim."""
+
+    def accepts(self, view: DondView, share: Items) -> bool:
+        """The claimant accepts any counter-claim; the first answer needs a unit of the item
+        type this seat values most in ``share``."""
+        return bool(view.my_messages()) or share[best_type(view)] > 0
+
+    def demand(self, view: DondView) -> Items:
+        """The counter-claim: the rest the opening claim offered, plus half (at least one) of
+        the units of the item type this seat values most."""
+        offered = complement(view.counts, cast(Items, their_claim(view)))
+        top = best_type(view)
+        wanted = list(offered)
+        wanted[top] = max(1, view.counts[top] // 2)
+        return cast(Items, tuple(wanted))
+
+    def preambles(self, view: DondView) -> tuple[str, ...]:
+        """Names the item valued most, and that the claim leaves none of it."""
+        item = ITEMS[best_type(view)]
+        return (f"I value the {item} most, and that leaves me none.",)
+
+
+def drills(
+    n: int, seed: int, far: float = 0.0, in_game: bool = False, refuse: bool = False
+) -> Iterator[Chat]:
     """Returns ``n`` perspective drills (chats), deterministic in ``seed``: two per drill game,
-    the claimant's first.
+    the claimant's first; with ``refuse``, refusal drills (module docstring).
 
     Raises:
         ConfigError: ``far`` or ``in_game`` is set (bargaining drill settings; a drill game
@@ -77,11 +114,11 @@ def drills(n: int, seed: int, far: float = 0.0, in_game: bool = False) -> Iterat
     if far or in_game:
         flag = "--drills-far" if far else "--drills-in-game"
         raise ConfigError(f"{flag} is for --game bargaining drills, not dond")
-    return _drill_chats(n, seed)
+    return _drill_chats(n, seed, RefusingDrillPartner() if refuse else DrillPartner())
 
 
-def _drill_chats(n: int, seed: int) -> Iterator[Chat]:
-    partner = cast(Agent, DrillPartner())  # a Strategy's name is read-only, not the Protocol's
+def _drill_chats(n: int, seed: int, drill_partner: DrillPartner) -> Iterator[Chat]:
+    partner = cast(Agent, drill_partner)  # a Strategy's name is read-only, not the Protocol's
     finished: list[Episode] = []  # each drill game's episode, for its chats
     made = 0
     for index in range((n + 1) // 2):
