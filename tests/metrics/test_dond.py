@@ -17,6 +17,7 @@ from stratagem.metrics.dond import (
     accepted,
     by_iteration,
     dond_metrics,
+    first_speaker_share,
     pareto_optimal,
     vocabulary_size,
 )
@@ -183,3 +184,22 @@ def test_tournament_plays_every_pairing_with_self_play(tmp_path):
     # the DoND report (report.dond), not mean payoff only: one row per pairing
     assert "Deal or No Deal round robin" in r.stdout and "Pareto" in r.stdout
     assert (tmp_path / "t" / "summary.csv").read_text().startswith("seat0,seat1,episodes,")
+
+
+def test_first_speaker_share_is_what_the_opener_keeps_of_its_pool_value():
+    # seat 0 opens every episode and keeps (0, 2, 1), then (2, 0, 1): 8 and 6 of its
+    # 2·1 + 2·2 + 1·4 = 10; without a deal it keeps nothing
+    traces = [episode(DEAL), episode(NOT_PARETO), episode(NO_DEAL)]
+    assert [first_speaker_share([t]).value for t in traces] == [0.8, 0.6, 0.0]
+    assert first_speaker_share(traces).value == pytest.approx(1.4 / 3)
+    assert dond_metrics(traces)["first_speaker_share"].n == 3
+    old = dataclasses.replace(
+        traces[0],
+        rounds=[
+            dataclasses.replace(
+                traces[0].rounds[-1],
+                info={k: v for k, v in traces[0].rounds[-1].info.items() if k != "first"},
+            )
+        ],
+    )
+    assert first_speaker_share([old, traces[1]]).value == 0.6  # an older trace is left out

@@ -17,6 +17,8 @@ episodes (or, for the correction rate, over the agent's answers).
   their words (message texts and written proposals, both seats, prefixes left out) and the model
   tokens generated for them (``DecisionRecord.tokens`` of accepted answers; rule-based seats
   generate none).
+- ``first_speaker_share``: the item score of the seat that spoke first over its value of the
+  whole pool (0 without an agreement): how much of what it values the opener keeps.
 - ``vocabulary_size``: distinct lower-cased words in the agent's messages over all the episodes
   given (one iteration's games, SPEC §7); its error is the jackknife over episodes.
 - ``correction_rate``: the agent's answers refused with a correction, over all its answers.
@@ -129,6 +131,20 @@ def pareto_rate_agreed(traces: Sequence[Trace]) -> Estimate:
     return mean_estimate([float(is_pareto(t)) for t in agreed])
 
 
+def first_speaker_share(traces: Sequence[Trace]) -> Estimate:
+    """Mean over episodes of the first speaker's item score over its value of the whole pool;
+    episodes whose trace does not record the first speaker are left out."""
+    shares = []
+    for t in complete(traces):
+        info = _result(t).info
+        if "first" not in info:
+            continue
+        first = int(info["first"])
+        whole = score(_values(info)[first], _counts(info))
+        shares.append(info["item_scores"][first] / whole if whole else 0.0)
+    return mean_estimate(shares)
+
+
 def abort_rate(traces: Sequence[Trace]) -> Estimate:
     """Share of episodes aborted after five consecutive refused answers of one seat."""
     return _per_episode(traces, lambda t: float(_result(t).info["aborted"]))
@@ -223,6 +239,7 @@ def dond_metrics(traces: Sequence[Trace], both_seats: bool = False) -> dict[str,
             "agreement_rate": agreement_rate(traces),
             "pareto_rate": pareto_rate(traces),
             "pareto_rate_agreed": pareto_rate_agreed(traces),
+            "first_speaker_share": first_speaker_share(traces),
         }
     )
     metrics.update(dialogue_lengths(traces))

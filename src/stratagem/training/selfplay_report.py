@@ -78,18 +78,21 @@ def iterations_markdown(state: TrainerState, opponent: str) -> str:
         return f"{c['value']:.{digits}f} ± {c['stderr']:.{digits}f}"
 
     head = (
-        "| iteration | self-play score | agreement | Pareto | tokens / game | vocabulary "
-        f"| vs {opponent}: score | agreement | Pareto | kept / seats | SFT loss |"
+        "| iteration | self-play score | agreement | Pareto | opener's share | tokens / game "
+        f"| vocabulary | vs {opponent}: score | agreement | Pareto | kept / seats | SFT loss |"
     )
-    lines = [head, "|" + " ---: |" * 11]
+    lines = [head, "|" + " ---: |" * 12]
     for row in state.evals:
         n = row["step"]
         log = trained.get(n)
         kept = f"{log['kept']} / {log['seats']}" if log else "—"
         loss = f"{log['sft_loss']:.3f}" if log and log.get("sft_loss") is not None else "—"
+        share = row.get("selfplay_first_speaker_share")  # rows of runs made before it existed
+        opener = cell(row, "selfplay_first_speaker_share") if share else "—"
         lines.append(
             f"| {n} | {cell(row, 'selfplay_score')} | {cell(row, 'selfplay_agreement_rate')} "
-            f"| {cell(row, 'selfplay_pareto_rate')} | {cell(row, 'selfplay_dialogue_tokens', 0)} "
+            f"| {cell(row, 'selfplay_pareto_rate')} | {opener} "
+            f"| {cell(row, 'selfplay_dialogue_tokens', 0)} "
             f"| {row['selfplay_vocabulary_size']['value']:.0f} "
             f"| {cell(row, 'fixed_score')} | {cell(row, 'fixed_agreement_rate')} "
             f"| {cell(row, 'fixed_pareto_rate')} | {kept} | {loss} |"
