@@ -20,7 +20,7 @@ drawn by the game from the episode seed. Every drill game ends in an agreement.
 Refusal drills (``refuse``, ``gen-sft --drills-refuse``) add the one check the accepter above
 never makes: it reads the value line of its own prompt, finds the item it values most
 (``best_type``) and accepts only a claim that leaves it at least one unit of it. A claim that
-takes them all (a third of random claims, about) is refused with a counter-claim that names the
+takes them all (about two random claims in five) is refused with a counter-claim that names the
 item — "I value the hats most, and that leaves me none." — and asks for the rest the claim
 offered plus half of those units (at least one); the claimant deals on the counter-claim, and
 both propose. Five turns, inside the same cap. The check needs no arithmetic: one comparison of
