@@ -481,9 +481,37 @@ def test_claims_and_deals_are_read_from_templates_and_free_text():
         "We both gain from a good deal. My offer: I keep (1 books, 2 hats, 0 balls), "
         "you get the rest (0 books, 0 hats, 1 balls)."
     ) == (1, 2, 0)
-    good_deal = "We both gain from a good deal. You get (0 books, 0 hats, 1 balls) and I ask for "
-    assert claim_in(good_deal + "(1 books, 2 hats, 0 balls).") == (1, 2, 0)
-    assert deal_in(good_deal + "(1 books, 2 hats, 0 balls).") is None
+
+
+S, R = "(1 books, 2 hats, 0 balls)", "(0 books, 0 hats, 1 balls)"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"It's a deal: you get {S} and I get {R}.",
+        f"That's a deal. You get {S}.",
+        f"We have a deal: you get {S}.",
+        f"You've got a deal. You get {S}.",
+        f"OK deal, you get {S}.",
+        f"I accept this deal. You get {S}.",
+        f"Great deal! You get {S}.",
+        f'The other player wrote: "Deal: you get {S} and I get {R}."',
+        f"[message] Deal: you get {S}.",
+    ],
+)
+def test_free_text_acceptances_are_deals(text):
+    assert deal_in(text) == (1, 2, 0) and claim_in(text) is None
+
+
+@pytest.mark.parametrize(
+    "opening",
+    ["We both gain from a good deal.", "Here's the deal:", "No deal.", "That's a no-deal.",
+     "Option 2 deal:", "A fair deal:"],
+)  # fmt: skip
+def test_deal_as_a_noun_before_a_claim_leaves_it_a_claim(opening):
+    text = f"{opening} You get {R} and I ask for {S}."
+    assert claim_in(text) == (1, 2, 0) and deal_in(text) is None
 
 
 def test_fair_split_claims_the_share_closest_to_half():

@@ -203,3 +203,17 @@ def test_first_speaker_share_is_what_the_opener_keeps_of_its_pool_value():
         ],
     )
     assert first_speaker_share([old, traces[1]]).value == 0.6  # an older trace is left out
+
+
+def test_first_speaker_share_follows_the_seat_that_opened():
+    seed1 = next(s for s in itertools.count() if DondState(CTX, s).first == 1)
+    game = get_game("dond")
+    ep = Episode(game, "e1", seed1, ("a", "b"), scenario=CTX.to_dict())
+    # seat 1 opens and keeps (2, 0, 0): 6 of its 2·3 + 2·2 + 1·0 = 10; seat 0 keeps the rest
+    for text in ["[message] hi", "[propose] (0 books, 2 hats, 1 balls)", "[propose] (2, 0, 0)"]:
+        (obs,) = ep.waiting()
+        ep.submit(obs.seat, Decision(game.parse(text), text=text))
+        ep.step()
+    trace = ep.trace()
+    assert trace.rounds[-1].info["first"] == 1
+    assert first_speaker_share([trace]).value == 0.6

@@ -87,10 +87,6 @@ VALUES = re.compile(r"Your values: a book is worth (\d+), a hat (\d+) and a ball
 ITEM = {"books": 0, "hats": 1, "balls": 2}
 
 
-def best_type(counts, values) -> int:  # the strategies' rule, restated: value, total, order
-    return max(range(3), key=lambda i: (values[i], values[i] * counts[i], -i))
-
-
 def test_refusal_drills_refuse_exactly_the_claims_that_leave_none_of_the_best_item():
     chats = list(drills("dond", 400, seed=5, refuse=True))
     assert len(chats) == 400
@@ -98,28 +94,33 @@ def test_refusal_drills_refuse_exactly_the_claims_that_leave_none_of_the_best_it
     for claimant, accepter in zip(chats[::2], chats[1::2], strict=True):
         counts = tuple(map(int, POOL.search(accepter.messages[0]["content"]).groups()))
         values = tuple(map(int, VALUES.search(accepter.messages[0]["content"]).groups()))
-        top = best_type(counts, values)
         c = [m["content"] for m in claimant.messages[1:]]
         a = [m["content"] for m in accepter.messages[1:]]
         claimed = claim_in(c[1])
         offered = complement(counts, claimed)
         assert claimant.agreement and accepter.agreement
-        if offered[top] > 0:  # a unit of its best item is left to it: it deals, as before
+        top_left = [n for n, v in zip(offered, values, strict=True) if v == max(values)]
+        if any(top_left):  # a unit of top value is left to it: it deals, as before
             assert deal_in(a[1]) == claimed and len(accepter.actions) == 2
             continue
         refused += 1
-        # the refusal names the item and counter-claims the rest offered plus half of that item
+        # one item of top value, named; the counter-claim: the rest offered plus half of it
+        top = values.index(max(values))
+        assert values.count(max(values)) == 1
         item = re.search(r"I value the (\w+) most, and that leaves me none\.", a[1]).group(1)
         assert ITEM[item] == top
         wanted = list(offered)
         wanted[top] = max(1, counts[top] // 2)
         assert claim_in(a[1]) == tuple(wanted) and deal_in(a[1]) is None
+        mine = tuple(map(int, VALUES.search(claimant.messages[0]["content"]).groups()))
+        kept = complement(counts, tuple(wanted))
+        assert sum(n * v for n, v in zip(kept, mine, strict=True)) > 0  # something it values
         # the claimant deals on the counter-claim; each seat proposes its own share
         assert deal_in(c[3]) == tuple(wanted)
         assert shares(c[5]) == [complement(counts, tuple(wanted))]
         assert shares(a[-1]) == [tuple(wanted)]
         assert (len(claimant.actions), len(accepter.actions)) == (3, 2)
-    assert 0.25 < refused / 200 < 0.55  # a random claim takes all of it about a third of the time
+    assert 0.2 < refused / 200 < 0.5  # a random claim takes all of it about two times in five
 
 
 def test_refusal_drills_are_seeded_and_differ_from_perspective_drills():

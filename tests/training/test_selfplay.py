@@ -407,3 +407,21 @@ def test_early_stopping_ends_the_run_and_a_rerun_does_not_continue(tiny_model, t
     assert lines[1].startswith("stopping early") and not (out / "checkpoint-2").exists()
     with pytest.raises(ConfigError):
         train_selfplay(dataclasses.replace(args, games=3), log=lines.append)
+
+
+def test_iterations_table_shows_the_openers_share_and_a_dash_for_older_rows():
+    from stratagem.training.checkpoints import TrainerState
+    from stratagem.training.selfplay_report import iterations_markdown
+
+    cell = lambda v: {"value": v, "stderr": 0.05, "n": 24}  # noqa: E731
+    keys = ("score", "agreement_rate", "pareto_rate", "dialogue_tokens")
+    row = {f"{p}_{k}": cell(1.0) for p in ("selfplay", "fixed") for k in keys}
+    row["selfplay_vocabulary_size"] = cell(20.0)
+    older = {"step": 0, **row}  # made before the metric existed
+    newer = {"step": 1, **row, "selfplay_first_speaker_share": cell(0.82)}
+    log = [{"iteration": 1, "kept": 58, "seats": 128, "sft_loss": 0.031}]
+    table = iterations_markdown(TrainerState(log=log, evals=[older, newer]), "FairSplit")
+    head, _, first, second = table.splitlines()
+    assert "| opener's share |" in head and head.count("|") == first.count("|") == 13
+    assert first.split("|")[5].strip() == "—"
+    assert second.split("|")[5].strip() == "0.82 ± 0.05" and "58 / 128" in second

@@ -35,8 +35,8 @@ def _write_drills(cfg: GenSFTArgs, progress) -> None:
     from stratagem.training.drills import drills
     from stratagem.training.sft_data import write_chats
 
-    options = cfg.drills_far, cfg.drills_in_game, cfg.drills_refuse
-    chats = drills(cfg.game, cfg.drills, cfg.seed, *options)
+    options = dict(far=cfg.drills_far, in_game=cfg.drills_in_game, refuse=cfg.drills_refuse)
+    chats = drills(cfg.game, cfg.drills, cfg.seed, **options)
     name = f"{cfg.game}-drills"
     task = progress.add_task(name, total=cfg.drills)
     on_example = lambda n, t=task: progress.advance(t)  # noqa: E731

@@ -239,10 +239,10 @@ def dond_metrics(traces: Sequence[Trace], both_seats: bool = False) -> dict[str,
             "agreement_rate": agreement_rate(traces),
             "pareto_rate": pareto_rate(traces),
             "pareto_rate_agreed": pareto_rate_agreed(traces),
-            "first_speaker_share": first_speaker_share(traces),
         }
     )
     metrics.update(dialogue_lengths(traces))
+    metrics["first_speaker_share"] = first_speaker_share(traces)
     metrics["vocabulary_size"] = vocabulary_size(traces, both_seats)
     metrics["correction_rate"] = correction_rate(traces, both_seats)
     metrics["abort_rate"] = abort_rate(traces)

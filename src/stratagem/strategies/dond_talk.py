@@ -45,11 +45,20 @@ _CLAIM = re.compile(
     r"\bI(?:'d|\s+would)?\s+(?:ask\s+for|want|take|get|keep|like|propose\s+to\s+keep)\s*" + _SHARE,
     re.I,
 )
-# a deal names the reader's share after "you get", optionally after the writer's own share;
-# "deal" accepts only as an interjection — first, or after punctuation — so that a claim after
-# "We both gain from a good deal." stays a claim
+# "deal" accepts as an interjection (first, or after punctuation, a quote or a bracket) or
+# after an acceptance phrase ("it's a deal", "I accept the deal", "OK, deal"); as a plain noun
+# ("We both gain from a good deal.", "Here's the deal:", "No deal") it does not, so the claim
+# that follows stays a claim
+_ACCEPTANCE = (
+    r"(?:(?:^|(?<=[\"'\[\](.,;:!?]))\s*"
+    r"|\b(?:it['’]?s|that['’]?s|it is|that is|we['’]?ve got|we have|you['’]?ve got|you have|"
+    r"you got|got yourself|i accept|accept)\s+(?:a|the|this|your|our)\s+"
+    r"|\b(?:ok|okay|great|fine|sure)[,!.]?\s+)"
+)
+# a deal names the reader's share after "you get", optionally after the writer's own share
 _DEAL = re.compile(
-    r"(?<![a-z] )\bdeal\b[:,!.]?\s+(?:I\s+(?:get|keep|take)\s*(?:the\s+rest\s*)?"
+    _ACCEPTANCE
+    + r"deal\b[:,!.]?\s+(?:I\s+(?:get|keep|take)\s*(?:the\s+rest\s*)?"
     + _share_pattern(r"\d+")
     + r"\s*[,;]?\s*(?:and\s+|so\s+)?)?you\s+get\s*"
     + _SHARE,

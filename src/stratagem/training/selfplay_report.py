@@ -88,7 +88,7 @@ def iterations_markdown(state: TrainerState, opponent: str) -> str:
         kept = f"{log['kept']} / {log['seats']}" if log else "—"
         loss = f"{log['sft_loss']:.3f}" if log and log.get("sft_loss") is not None else "—"
         share = row.get("selfplay_first_speaker_share")  # rows of runs made before it existed
-        opener = cell(row, "selfplay_first_speaker_share") if share else "—"
+        opener = "—" if share is None else cell(row, "selfplay_first_speaker_share")
         lines.append(
             f"| {n} | {cell(row, 'selfplay_score')} | {cell(row, 'selfplay_agreement_rate')} "
             f"| {cell(row, 'selfplay_pareto_rate')} | {opener} "

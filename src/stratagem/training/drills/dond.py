@@ -18,21 +18,24 @@ objectives of the warm-start recipe) and its 6-turn cap; the context and the fir
 drawn by the game from the episode seed. Every drill game ends in an agreement.
 
 Refusal drills (``refuse``, ``gen-sft --drills-refuse``) add the one check the accepter above
-never makes: it reads the value line of its own prompt, finds the item it values most
-(``best_type``) and accepts only a claim that leaves it at least one unit of it. A claim that
-takes them all (about two random claims in five) is refused with a counter-claim that names the
-item — "I value the hats most, and that leaves me none." — and asks for the rest the claim
+never makes: it reads the value line of its own prompt, finds its highest value per unit and
+accepts only a claim that leaves it at least one unit of an item worth that much. A claim that
+takes them all (about two random claims in five) is refused with a counter-claim that names
+the item — "I value the hats most, and that leaves me none." — and asks for the rest the claim
 offered plus half of those units (at least one); the claimant deals on the counter-claim, and
 both propose. Five turns, inside the same cap. The check needs no arithmetic: one comparison of
-three values and one count read from the claim.
+three values and one count read from the claim. A refused game is kept only when the counter-
+claim leaves the claimant something it values and no two items share the accepter's top value
+(so the named item is the one it values most); the rest are drawn again.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import cast
+from typing import ClassVar, cast
 
 from stratagem.agent import Agent
 from stratagem.episode import Episode
@@ -43,6 +46,7 @@ from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
 from stratagem.strategies.dond import Negotiator, best_type, claim_text, their_claim
 from stratagem.strategies.dond_talk import CLAIMS
+from stratagem.trace import Trace
 from stratagem.training.sft_data import Chat, agreement_of
 
 LAMS = (0.0, 1.0)  # the objectives of the warm-start recipe, in turn
@@ -55,8 +59,14 @@ class DrillPartner(Negotiator):
     """Opening, claims a random share; answering a claim, accepts it; then proposes as the
     protocol does."""
 
+    stream: ClassVar[str] = "perspective-drills"  # the seed stream of its drill games
+
     def accepts(self, view: DondView, share: Items) -> bool:
         """Accepts every share offered."""
+        return True
+
+    def kept(self, trace: Trace) -> bool:
+        """Whether a drill game played by this partner becomes drills: every one."""
         return True
 
     def demand(self, view: DondView) -> Items:
@@ -81,10 +91,25 @@ class RefusingDrillPartner(DrillPartner):
     no unit of the item it values most, with a counter-claim (module docstring); the claimant
     accepts the counter-claim."""
 
+    stream: ClassVar[str] = "refusal-drills"
+
     def accepts(self, view: DondView, share: Items) -> bool:
-        """The claimant accepts any counter-claim; the first answer needs a unit of the item
-        type this seat values most in ``share``."""
-        return bool(view.my_messages()) or share[best_type(view)] > 0
+        """The claimant accepts any counter-claim; the first answer needs in ``share`` a unit of
+        an item type of this seat's highest value."""
+        top = max(view.values)
+        return bool(view.my_messages()) or any(
+            n > 0 and v == top for n, v in zip(share, view.values, strict=True)
+        )
+
+    def kept(self, trace: Trace) -> bool:
+        """A game without a refusal; or one whose counter-claim leaves the claimant something it
+        values, refused by an accepter with one item type of highest value."""
+        if len(trace.decisions) == 4:  # claim, deal and the two proposals
+            return True
+        info = trace.rounds[-1].info
+        claimant = trace.decisions[0].seat
+        values = info["values"][1 - claimant]
+        return info["item_scores"][claimant] > 0 and values.count(max(values)) == 1
 
     def demand(self, view: DondView) -> Items:
         """The counter-claim: the rest the opening claim offered, plus half (at least one) of
@@ -121,12 +146,14 @@ def _drill_chats(n: int, seed: int, drill_partner: DrillPartner) -> Iterator[Cha
     partner = cast(Agent, drill_partner)  # a Strategy's name is read-only, not the Protocol's
     finished: list[Episode] = []  # each drill game's episode, for its chats
     made = 0
-    for index in range((n + 1) // 2):
+    for index in itertools.count():
+        if made == n:
+            return
         lam = LAMS[index % len(LAMS)]
         game = get_game("dond", lam=lam, max_turns=MAX_TURNS)
         spec = EpisodeSpec(
             f"drill-{index}",
-            derive(seed, "perspective-drills", index),
+            derive(seed, drill_partner.stream, index),
             (partner, partner),
             {"names": (NAME, NAME)},
         )
@@ -134,6 +161,8 @@ def _drill_chats(n: int, seed: int, drill_partner: DrillPartner) -> Iterator[Cha
         episode = finished.pop()
         if trace.status != "complete" or not agreement_of(trace):
             raise AssertionError(f"drill game {index} did not agree: {trace.status}")
+        if not drill_partner.kept(trace):
+            continue
         claimant = 0 if trace.decisions[0].seat == 0 else 1
         for seat in (claimant, 1 - claimant):
             if made == n:
