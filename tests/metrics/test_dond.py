@@ -193,16 +193,6 @@ def test_first_speaker_share_is_what_the_opener_keeps_of_its_pool_value():
     assert [first_speaker_share([t]).value for t in traces] == [0.8, 0.6, 0.0]
     assert first_speaker_share(traces).value == pytest.approx(1.4 / 3)
     assert dond_metrics(traces)["first_speaker_share"].n == 3
-    old = dataclasses.replace(
-        traces[0],
-        rounds=[
-            dataclasses.replace(
-                traces[0].rounds[-1],
-                info={k: v for k, v in traces[0].rounds[-1].info.items() if k != "first"},
-            )
-        ],
-    )
-    assert first_speaker_share([old, traces[1]]).value == 0.6  # an older trace is left out
 
 
 def test_first_speaker_share_follows_the_seat_that_opened():

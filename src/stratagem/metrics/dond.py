@@ -132,17 +132,15 @@ def pareto_rate_agreed(traces: Sequence[Trace]) -> Estimate:
 
 
 def first_speaker_share(traces: Sequence[Trace]) -> Estimate:
-    """Mean over episodes of the first speaker's item score over its value of the whole pool;
-    episodes whose trace does not record the first speaker are left out."""
-    shares = []
-    for t in complete(traces):
+    """Mean over episodes of the first speaker's item score over its value of the whole pool
+    (every context's pool is worth 10 > 0 to each seat)."""
+
+    def share(t: Trace) -> float:
         info = _result(t).info
-        if "first" not in info:
-            continue
         first = int(info["first"])
-        whole = score(_values(info)[first], _counts(info))
-        shares.append(info["item_scores"][first] / whole if whole else 0.0)
-    return mean_estimate(shares)
+        return info["item_scores"][first] / score(_values(info)[first], _counts(info))
+
+    return _per_episode(traces, share)
 
 
 def abort_rate(traces: Sequence[Trace]) -> Estimate:
