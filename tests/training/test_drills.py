@@ -108,6 +108,13 @@ def test_gen_sft_writes_drills_of_both_games_and_refuses_them_for_others(tmp_pat
 
     r = gen_sft("--drills", "5")
     assert r.returncode != 0 and "--drills needs --game" in r.stderr + r.stdout
+
+    # a drill option without --drills would be silently ignored: refused, nothing written
+    for option in (["--drills-far", "0.5"], ["--drills-in-game"], ["--drills-refuse"]):
+        out = tmp_path / "none"
+        r = gen_sft("--game", "dond", "--agents", "FairSplit", "-n", "1", *option, "-o", str(out))
+        assert r.returncode != 0 and "need --drills N" in r.stderr + r.stdout
+        assert "Traceback" not in r.stderr and not out.exists()
     assert "Traceback" not in r.stderr
 
 

@@ -30,11 +30,16 @@ from stratagem.training.sft_data import GenSFTArgs
 console = Console()
 
 
-def _write_drills(cfg: GenSFTArgs, progress) -> None:
-    """Writes ``cfg.drills`` drills of ``cfg.game`` to OUT/GAME-drills."""
+def _write_drills(cfg: GenSFTArgs, progress) -> bool:
+    """Writes ``cfg.drills`` drills of ``cfg.game`` to OUT/GAME-drills; False when none are asked
+    for (then a drill option is a ConfigError: it would be silently ignored)."""
     from stratagem.training.drills import drills
     from stratagem.training.sft_data import write_chats
 
+    if not cfg.drills:
+        if cfg.drills_far or cfg.drills_in_game or cfg.drills_refuse:
+            raise ConfigError("--drills-far, --drills-in-game and --drills-refuse need --drills N")
+        return False
     options = dict(far=cfg.drills_far, in_game=cfg.drills_in_game, refuse=cfg.drills_refuse)
     chats = drills(cfg.game, cfg.drills, cfg.seed, **options)
     name = f"{cfg.game}-drills"
@@ -42,6 +47,7 @@ def _write_drills(cfg: GenSFTArgs, progress) -> None:
     on_example = lambda n, t=task: progress.advance(t)  # noqa: E731
     card = write_chats(name, chats, cfg.out, cfg.seed, on_example=on_example)
     _print_card(name, card, cfg.out)
+    return True
 
 
 def gen_sft_command(cfg: GenSFTArgs) -> None:
@@ -59,10 +65,8 @@ def gen_sft_command(cfg: GenSFTArgs) -> None:
 
     check_out_path(cfg.out)
     with progress_bar(console) as progress:
-        if cfg.drills:
-            _write_drills(cfg, progress)
-            if not cfg.agents:
-                return
+        if _write_drills(cfg, progress) and not cfg.agents:
+            return
         if cfg.game is None:
             for name in cfg.datasets:
                 if name not in DATASETS:
@@ -95,14 +99,8 @@ def gen_sft_command(cfg: GenSFTArgs) -> None:
             keep=demonstration_filter(cfg.agreements_only, cfg.min_score),
             self_pairs=cfg.self_play,
         )
-        card = write_chats(
-            cfg.game,
-            chats,
-            cfg.out,
-            cfg.seed,
-            on_example=lambda n, t=task: progress.advance(t),
-            turns=cfg.turns,
-        )
+        tick = lambda n, t=task: progress.advance(t)  # noqa: E731
+        card = write_chats(cfg.game, chats, cfg.out, cfg.seed, on_example=tick, turns=cfg.turns)
     n = len(cfg.agents)
     pairs = n * n if cfg.self_play else max(n * (n - 1), 1)
     console.print(f"{pairs * cfg.episodes} episodes of {', '.join(cfg.agents)}")
