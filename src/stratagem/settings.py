@@ -193,9 +193,9 @@ def kind_of(annotation: Any) -> str:
     """How a field is read from the command line: bool, int, float, path, params, list or str."""
     core = core_type(annotation)
     origin = typing.get_origin(core)
-    if origin is dict:
+    if dict in (origin, core):  # a bare ``dict`` too
         return "params"
-    if origin in (list, tuple):
+    if origin in (list, tuple) or core in (list, tuple):
         return "list"
     return {bool: "bool", int: "int", float: "float", Path: "path"}.get(core, "str")
 

@@ -168,3 +168,42 @@ def test_every_command_takes_a_config_file(tmp_path):
     r = stratagem("eval", "--config", str(config), "-o", "run", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "episodes" in r.stdout and (tmp_path / "run" / "metrics.csv").exists()
+
+
+def _every_command():
+    """(name, click command) for every command, the trainers' subcommands included."""
+    import typer
+
+    from stratagem.cli import train
+    from stratagem.cli.main import app
+
+    for group in (typer.main.get_command(app), typer.main.get_command(train._trainers(None))):
+        for name, command in group.commands.items():
+            if getattr(command, "params", None):
+                yield name, command
+
+
+def test_no_two_options_of_a_command_share_a_flag():
+    # click keeps the later of two options that share a flag: `solve -a hf` once reached
+    # --algorithm, not --agent
+    seen_any = 0
+    for name, command in _every_command():
+        flags = [d for p in command.params for d in [*p.opts, *p.secondary_opts]]
+        assert len(flags) == len(set(flags)), (name, sorted(f for f in flags if flags.count(f) > 1))
+        seen_any += 1
+    assert seen_any >= 15
+
+
+def test_every_params_option_is_repeatable():
+    from stratagem.settings import kind_of
+
+    assert kind_of(dict) == "params" and kind_of(dict[str, int]) == "params"
+    assert kind_of(list) == "list" and kind_of(list[str] | None) == "list"
+    commands = dict(_every_command())
+    for name, command in commands.items():
+        for p in command.params:
+            if "--param" in p.opts:
+                assert p.multiple, name  # `-p a=1 -p b=2`, as the help says
+    acceptance = commands["acceptance"]
+    ctx = acceptance.make_context("acceptance", ["-p", "max_rounds=6", "-p", "split_seed=3"])
+    assert list(ctx.params["params"]) == ["max_rounds=6", "split_seed=3"]

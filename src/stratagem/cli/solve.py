@@ -35,7 +35,7 @@ class SolveConfig(RunGroup, DialogueSettings):
 
     game: str = opt(..., "-g")
     """A solver game: kuhn, leduc, or a dialogue game: meeting, fruit, debate."""
-    algorithm: Literal["cfr", "cfr+"] = opt("cfr+", "-a")
+    algorithm: Literal["cfr", "cfr+"] = "cfr+"
     """The solver."""
     iterations: Positive = opt(1000, "-n")
     """Solver iterations."""

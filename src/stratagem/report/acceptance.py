@@ -9,6 +9,7 @@ import dataclasses
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -26,7 +27,7 @@ ROLES = ("seller", "buyer")
 class AcceptanceConfig(AgentSettings):
     """Probe whether a bargaining agent accepts offers beyond its reservation value."""
 
-    params: dict = opt({}, "--param", "-p")
+    params: dict[str, Any] = opt({}, "--param", "-p")
     """Bargaining parameter KEY=VALUE (JSON value); repeatable."""
     gft: NonNegative = 4
     """GFT scenarios to probe on."""
