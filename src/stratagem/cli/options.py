@@ -51,7 +51,8 @@ class RunGroup:
     seed: int = opt(0, "-s")
     """Base seed: every episode's and decision's seed derives from it."""
     out: str | None = opt(None, "-o")
-    """Run folder [runs/<command>-<game>...]; rerunning the same command resumes it."""
+    """Run folder [under runs/, named by the command's settings, e.g. runs/solve-kuhn-cfr+,
+    runs/ipd/<agent>-s0-n20 for eval]; rerunning the same command resumes it."""
 
     def run_folder(self, default: Path) -> Path:
         """Returns ``out`` (checked: an empty or file path is refused) or ``default``."""
