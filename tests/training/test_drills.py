@@ -9,6 +9,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from stratagem.games.bargaining import Bargaining
 from stratagem.games.bargaining.catalog import builtin_catalog, scenarios
 from stratagem.games.bargaining.prompts import role_text, system_prompt
@@ -166,3 +168,52 @@ def test_in_game_drills_answer_inside_the_games_own_prompts_on_train_items():
     assert roles == {(True, True), (True, False), (False, True), (False, False)}
     first = [c.messages for c in drills("bargaining", 4, seed=11, in_game=True)]
     assert first == [c.messages for c in drills("bargaining", 4, seed=11, in_game=True)]
+
+
+def test_in_game_drills_with_later_answers_refuse_losing_offers_then_answer_the_last():
+    """``answers`` K: each drill ends at its k-th answer to an offer (k from 1 to K, every k
+    occurs); the k − 1 offers before it lose the responder money, nearing its value, and every
+    one of them is refused with the right word; the last is answered by the rule."""
+    from stratagem.errors import ConfigError
+
+    ks = set()
+    for chat in drills("bargaining", 80, seed=13, far=0.5, in_game=True, answers=4):
+        system = chat.messages[0]["content"]
+        seller = "You are the SELLER" in system
+        value = float(re.search(r"reservation value is \$([\d.]+)", system).group(1))
+        said = [m["content"] for m in chat.messages if m["role"] == "assistant"]
+        replies = [ANSWER.search(a).groups() for a in said if "offers $" in a]
+        k = len(replies)
+        ks.add(k)
+        assert len(chat.actions) == len(said) == k + (1 if seller else 0)
+        offers = [float(price) for price, _, _ in replies]
+        for j, (price, quoted, relation) in enumerate(replies):
+            p = float(price)
+            assert float(quoted) == value
+            truth = "lower" if p < value else "higher" if p > value else "the"
+            assert relation == truth
+            accepts = "respond_to_offer(response=True)" in said[j + (1 if seller else 0)]
+            assert accepts == (p >= value if seller else p <= value)
+            if j < k - 1:  # an earlier offer loses money, and the offers near the value
+                assert not accepts and (p < value if seller else p > value)
+                assert abs(offers[j + 1] - value) <= abs(p - value) or j == k - 2
+    assert ks == {1, 2, 3, 4}
+    once = [c.messages for c in drills("bargaining", 6, seed=13, in_game=True)]
+    assert once == [c.messages for c in drills("bargaining", 6, seed=13, in_game=True, answers=1)]
+    with pytest.raises(ConfigError, match="--drills-answers needs --drills-in-game"):
+        drills("bargaining", 4, seed=1, answers=2)
+    with pytest.raises(ConfigError, match="at most 4"):
+        next(drills("bargaining", 4, seed=1, in_game=True, answers=5))
+    with pytest.raises(ConfigError, match="--drills-answers is for --game bargaining"):
+        drills("dond", 4, seed=1, answers=2)
+
+
+def test_drill_settings_name_the_options_a_games_drills_take():
+    from stratagem.errors import ConfigError
+    from stratagem.training.drills import DrillSettings
+
+    assert DrillSettings(drills=5).drill_options() == {}
+    chosen = DrillSettings(drills=5, drills_far=0.5, drills_in_game=True, drills_answers=3)
+    assert chosen.drill_options() == {"far": 0.5, "in_game": True, "answers": 3}
+    with pytest.raises(ConfigError, match="--drills-refuse: drill options need --drills N"):
+        DrillSettings(drills_refuse=True).drill_options()

@@ -32,15 +32,13 @@ console = Console()
 
 def _write_drills(cfg: GenSFTArgs, progress) -> bool:
     """Writes ``cfg.drills`` drills of ``cfg.game`` to OUT/GAME-drills; False when none are asked
-    for (then a drill option is a ConfigError: it would be silently ignored)."""
+    for (a drill option is then a ConfigError: it would be ignored)."""
     from stratagem.training.drills import drills
     from stratagem.training.sft_data import write_chats
 
+    options = cfg.drill_options()
     if not cfg.drills:
-        if cfg.drills_far or cfg.drills_in_game or cfg.drills_refuse:
-            raise ConfigError("--drills-far, --drills-in-game and --drills-refuse need --drills N")
         return False
-    options = dict(far=cfg.drills_far, in_game=cfg.drills_in_game, refuse=cfg.drills_refuse)
     chats = drills(cfg.game, cfg.drills, cfg.seed, **options)
     name = f"{cfg.game}-drills"
     task = progress.add_task(name, total=cfg.drills)

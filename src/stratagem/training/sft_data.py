@@ -35,9 +35,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
-
-from pydantic import Field
+from typing import Any
 
 from stratagem.agents.settings import LLMSettings
 from stratagem.episode import Episode
@@ -48,6 +46,7 @@ from stratagem.seeding import derive
 from stratagem.settings import Distinct, OutFolder, Positive, opt
 from stratagem.strategies import get_pools, get_strategy, sft_mixture
 from stratagem.trace import Trace
+from stratagem.training.drills.settings import DrillSettings
 from stratagem.training.reasons import reasons
 
 # App. H sizes: decisions per game in each dataset
@@ -62,7 +61,7 @@ _THINK = re.compile(r"<think>.*?(</think>|$)", re.S | re.I)  # an unclosed block
 
 
 @dataclasses.dataclass(kw_only=True)
-class GenSFTArgs(LLMSettings):
+class GenSFTArgs(LLMSettings, DrillSettings):
     """Write SFT datasets: one multi-turn chat per (episode, seat) (or, with --turns, one row per
     assistant turn), 80/20 split by chat, JSONL + dataset card. Default: the SEPO datasets of
     rule-based demonstrators (App. H sizes, counted in decisions); with --game, the dialogues of
@@ -94,20 +93,6 @@ class GenSFTArgs(LLMSettings):
     `agreement` or `deal`); games that record neither are refused."""
     min_score: float | None = None
     """With --game: keep only the chats whose seat scored at least this (its episode payoff)."""
-    drills: int = 0
-    """With --game bargaining or dond: also write this many drills (training/drills/) to
-    OUT/GAME-drills — bargaining: one-decision comparisons of an offer with one's value; dond:
-    four-turn games whose closing proposals take one's own share of a deal; --agents may then be
-    left out."""
-    drills_far: Annotated[float, Field(ge=0, le=1)] = 0.0
-    """Bargaining drills: the share whose offer is 1.3–4 times above or below the value (a hard
-    bargainer's early offers); the rest lie within ±30 % of it."""
-    drills_in_game: bool = False
-    """Bargaining drills inside whole-game prompts (the game's system prompt, a train-split
-    catalog item, the first answer to an offer; ~1,000 tokens) instead of the role sentence
-    and one state line (~150)."""
-    drills_refuse: bool = False
-    """Dond drills whose accepter refuses, with a counter-claim, a claim leaving it no best item."""
 
 
 def strip_think(text: str) -> str:

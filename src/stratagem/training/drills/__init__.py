@@ -1,20 +1,26 @@
 """Drills: short chats of one game that each show one decision a whole demonstration holds
 rarely, so that a small model sees it thousands of times (``gen-sft --game G --drills N``).
 
-One module per game, each with ``drills(n, seed, far, in_game, refuse) -> Iterator[Chat]``
-(refusing, with a ConfigError, the options that are another game's); ``DRILLS`` names it.
-A new game's drills are one module plus one entry here. Drills are written like any other SFT
-chats, so ``train sft`` takes them as they are, and a curriculum trains on drills first, then on
-whole games on top of them (``train sft --adapter``).
+One module per game, each with ``drills(n, seed, **options) -> Iterator[Chat]`` and
+``OPTIONS``, the names of the ``DrillSettings`` options (``settings.py``) it takes; ``DRILLS``
+names the module. A new game's drills are one module plus one entry here. Drills are written
+like any other SFT chats, so ``train sft`` takes them as they are, and a curriculum trains on
+drills first, then on whole games on top of them (``train sft --adapter``).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from stratagem.errors import ConfigError
-from stratagem.training.sft_data import Chat
+from stratagem.training.drills.settings import DrillSettings
+
+if TYPE_CHECKING:
+    from stratagem.training.sft_data import Chat
+
+__all__ = ["DRILLS", "DrillSettings", "drills"]
 
 DRILLS = {
     "bargaining": "stratagem.training.drills.bargaining",  # the offer beside one's value
@@ -22,22 +28,13 @@ DRILLS = {
 }
 
 
-def drills(
-    game: str | None,
-    n: int,
-    seed: int,
-    far: float = 0.0,
-    in_game: bool = False,
-    refuse: bool = False,
-) -> Iterator[Chat]:
-    """Returns ``n`` drills of ``game``, deterministic in ``seed``; the options as the game's
-    module takes them (bargaining: ``far``, the share of far offers, and ``in_game``, drills
-    inside whole-game prompts; dond: ``refuse``, accepters that refuse a claim leaving them none
-    of the item they value most).
+def drills(game: str | None, n: int, seed: int, **options: Any) -> Iterator[Chat]:
+    """Returns ``n`` drills of ``game``, deterministic in ``seed``; ``options`` as the game's
+    module takes them (``DrillSettings``, without the ``drills_`` prefix).
 
     Raises:
         ConfigError: no game named, ``game`` has no drills, or its drills do not take an option
-            that is set.
+            that is given.
     """
     if game is None:
         raise ConfigError("--drills needs --game, e.g. --game dond --drills 2000")
@@ -46,4 +43,10 @@ def drills(
             f"--drills: no drills for --game {game}; games with drills: "
             + ", ".join(sorted(DRILLS))
         )
-    return importlib.import_module(DRILLS[game]).drills(n, seed, far, in_game, refuse)
+    module = importlib.import_module(DRILLS[game])
+    for name in options:
+        if name not in module.OPTIONS:
+            takers = [g for g, m in DRILLS.items() if name in importlib.import_module(m).OPTIONS]
+            flag = "--drills-" + name.replace("_", "-")
+            raise ConfigError(f"{flag} is for --game {' or '.join(takers)} drills, not {game}")
+    return module.drills(n, seed, **options)

@@ -21,7 +21,11 @@ drilled only near its value called such offers by the wrong word in whole games)
 game's whole system prompt for a train-split catalog item and the game's own user turns, cut
 after the responder's first answer to an offer (~1,000 tokens). A model drilled in the short
 form got the word right for 0.98 of held-out drills but 0.83 once the game's system prompt was
-around them.
+around them. With ``answers`` > 1 (``--drills-answers K``) a drill is cut after its k-th answer,
+k drawn from 1 to K: the counterpart first makes k − 1 offers that lose the responder money,
+nearing its value the way a hard bargainer concedes, and the responder refuses each. A model
+drilled on first answers alone got the first answer of whole games right 16 of 16 times but
+the seller's later ones 8 of 14, accepting offers far below its value as "higher".
 """
 
 from __future__ import annotations
@@ -120,27 +124,39 @@ def comparison_drills(n: int, seed: int, far: float = 0.0) -> Iterator[Chat]:
 
 @dataclass(frozen=True)
 class Offerer(Bargainer):
-    """The counterpart of an in-game drill: offers ``price`` on every turn (as the seller, its
-    listing) and accepts nothing."""
+    """The counterpart of an in-game drill: offers ``prices`` in turn, one a turn (as the seller,
+    the first is its listing), the last again once they run out, and accepts nothing."""
 
-    price: float = 0.0
+    prices: tuple[float, ...] = (0.0,)
 
     def target(self, view: BargainingView) -> float:
-        """Returns ``price``."""
-        return self.price
+        """Returns the price of this turn's offer."""
+        return self.prices[min(len(view.my_offers), len(self.prices) - 1)]
 
     def choose(self, view: BargainingView, rng: random.Random) -> Turn:
-        """Returns an offer of ``price``."""
-        return offer(self.price, view)
+        """Returns an offer of this turn's price."""
+        return offer(self.target(view), view)
 
 
-def game_drills(n: int, seed: int, far: float = 0.0) -> Iterator[Chat]:
+def losing_prices(rng: random.Random, value: float, role: str, k: int) -> tuple[float, ...]:
+    """Returns ``k`` offers that lose a ``role`` of reservation ``value`` money (below it for a
+    seller, above it for a buyer), each 1.02–4 times away, the farthest first."""
+    draws = [math.exp(rng.uniform(math.log(1.02), math.log(FAR))) for _ in range(k)]
+    ratios = sorted(draws, reverse=True)
+    return tuple(round(value / r if role == "seller" else value * r, 2) for r in ratios)
+
+
+def game_drills(n: int, seed: int, far: float = 0.0, answers: int = 1) -> Iterator[Chat]:
     """Yields ``n`` drills inside whole games, seeded: each a real episode on a train-split
     catalog scenario, with the game's whole system prompt (item, range, tools, rules, strategy
-    guide) and its own user turns, cut after the responder's first answer to an offer. As the
-    buyer (even drills) it answers the seller's listing in round 2; as the seller it lists at its
-    value in round 1 and answers the buyer's offer in round 3. The offer is ``offer_price``'s for
-    the seat's value (``far`` as in ``comparison_drills``); ~1,000 tokens a drill."""
+    guide) and its own user turns, cut after the responder's k-th answer to an offer, k drawn
+    from 1 to ``answers`` (1: no draw, the drills of before). As the buyer (even drills) it
+    answers the seller's offers in rounds 2, 4, …; as the seller it lists at its value in round
+    1 and answers the buyer's offers in rounds 3, 5, …. The k-th offer is ``offer_price``'s for
+    the seat's value (``far`` as in ``comparison_drills``), the ones before it
+    ``losing_prices``'; ~1,000 tokens a drill, ~150 more an answer."""
+    if answers > 1 + (MAX_ROUNDS - 3) // 2:
+        raise ConfigError(f"--drills-answers {answers}: a game has room for at most 4")
     game = get_game("bargaining", split="train")
     items = cast(Bargaining, game).items
     rng = random.Random(derive(seed, "game-drills"))
@@ -150,16 +166,19 @@ def game_drills(n: int, seed: int, far: float = 0.0) -> Iterator[Chat]:
         seat = i % 2
         regime: Regime = "GFT" if rng.random() < 2 / 3 else "NGFT"
         s = scenario(items, i, regime, derive(seed, "game-drill-scenario", i))
-        price = offer_price(rng, s.seller_value if seat == 0 else s.buyer_value, far)
-        counterpart = cast(Agent, Offerer(price))
+        value = s.seller_value if seat == 0 else s.buyer_value
+        price = offer_price(rng, value, far)
+        k = rng.randint(1, answers) if answers > 1 else 1  # no draw: the drills of before
+        earlier = losing_prices(rng, value, ("seller", "buyer")[seat], k - 1)
+        counterpart = cast(Agent, Offerer((*earlier, price)))
         agents = (responder, counterpart) if seat == 0 else (counterpart, responder)
         spec = EpisodeSpec(f"drill-{i}", derive(seed, "game-drill", i), agents, scenario=s)
         (trace,) = play(game, [spec], on_episode=finished.append)
         episode = finished.pop()
         turns = [m.to_dict() for m in episode.chat(seat)]
-        answers = [k for k, m in enumerate(turns) if m["role"] == "assistant"]
-        cut = answers[1 - seat] + 1  # the seller's first answer is its listing
-        decisions = tuple(d.action for d in trace.decisions if d.seat == seat)[: 2 - seat]
+        answered = [j for j, m in enumerate(turns) if m["role"] == "assistant"]
+        cut = answered[k - seat] + 1  # the seller's first answer is its listing
+        decisions = tuple(d.action for d in trace.decisions if d.seat == seat)[: k + 1 - seat]
         yield Chat(
             game="bargaining",
             strategy="ReservationPrice",
@@ -169,15 +188,20 @@ def game_drills(n: int, seed: int, far: float = 0.0) -> Iterator[Chat]:
         )
 
 
+OPTIONS = ("far", "in_game", "answers")  # the DrillSettings these drills take
+
+
 def drills(
-    n: int, seed: int, far: float = 0.0, in_game: bool = False, refuse: bool = False
+    n: int, seed: int, far: float = 0.0, in_game: bool = False, answers: int = 1
 ) -> Iterator[Chat]:
     """The game's drills for ``gen-sft --drills``: ``game_drills`` with ``in_game``, else
     ``comparison_drills``.
 
     Raises:
-        ConfigError: ``refuse`` is set (a Deal or No Deal drill setting).
+        ConfigError: ``answers`` > 1 without ``in_game`` (a short drill holds one answer).
     """
-    if refuse:
-        raise ConfigError("--drills-refuse is for --game dond drills, not bargaining")
-    return (game_drills if in_game else comparison_drills)(n, seed, far)
+    if not in_game:
+        if answers > 1:
+            raise ConfigError("--drills-answers needs --drills-in-game")
+        return comparison_drills(n, seed, far)
+    return game_drills(n, seed, far, answers)

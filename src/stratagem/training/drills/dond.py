@@ -39,7 +39,6 @@ from typing import ClassVar, cast
 
 from stratagem.agent import Agent
 from stratagem.episode import Episode
-from stratagem.errors import ConfigError
 from stratagem.games import get_game
 from stratagem.games.dond import ITEMS, DondView, Items, Say, Turn, complement, divisions
 from stratagem.play import EpisodeSpec, play
@@ -126,19 +125,12 @@ class RefusingDrillPartner(DrillPartner):
         return (f"I value the {item} most, and that leaves me none.",)
 
 
-def drills(
-    n: int, seed: int, far: float = 0.0, in_game: bool = False, refuse: bool = False
-) -> Iterator[Chat]:
-    """Returns ``n`` perspective drills (chats), deterministic in ``seed``: two per drill game,
-    the claimant's first; with ``refuse``, refusal drills (module docstring).
+OPTIONS = ("refuse",)  # the DrillSettings these drills take
 
-    Raises:
-        ConfigError: ``far`` or ``in_game`` is set (bargaining drill settings; a drill game
-            here is a whole game already).
-    """
-    if far or in_game:
-        flag = "--drills-far" if far else "--drills-in-game"
-        raise ConfigError(f"{flag} is for --game bargaining drills, not dond")
+
+def drills(n: int, seed: int, refuse: bool = False) -> Iterator[Chat]:
+    """Returns ``n`` perspective drills (chats), deterministic in ``seed``: two per drill game,
+    the claimant's first; with ``refuse``, refusal drills (module docstring)."""
     return _drill_chats(n, seed, RefusingDrillPartner() if refuse else DrillPartner())
 
 

@@ -1,0 +1,52 @@
+"""The drill options of ``gen-sft`` (``--drills N`` and the options of each game's drills), a
+settings group of their own so that the dataset command and the drills share one definition."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from stratagem.errors import ConfigError
+from stratagem.settings import NonNegative
+
+
+@dataclasses.dataclass(kw_only=True)
+class DrillSettings:
+    """The drills ``gen-sft`` writes (to OUT/GAME-drills), beside whole games or instead."""
+
+    drills: NonNegative = 0
+    """With --game bargaining or dond: also write this many drills (training/drills/) to
+    OUT/GAME-drills — bargaining: one-decision comparisons of an offer with one's value; dond:
+    four-turn games whose closing proposals take one's own share of a deal; --agents may then be
+    left out."""
+    drills_far: Annotated[float, Field(ge=0, le=1)] = 0.0
+    """Bargaining drills: the share whose offer is 1.3–4 times above or below the value (a hard
+    bargainer's early offers); the rest lie within ±30 % of it."""
+    drills_in_game: bool = False
+    """Bargaining drills inside whole games (the game's system prompt, a train-split catalog
+    item, the game's turns up to an answer to an offer; ~1,000 tokens) instead of the role
+    sentence and one state line (~150)."""
+    drills_answers: Annotated[int, Field(ge=1, le=4)] = 1
+    """In-game bargaining drills: each is cut after its k-th answer to an offer, k drawn from 1
+    to this; the offers before the k-th lose the responder money (it refuses them)."""
+    drills_refuse: bool = False
+    """Dond drills whose accepter refuses, with a counter-claim, a claim leaving it no best item."""
+
+    def drill_options(self) -> dict[str, Any]:
+        """The drill options set away from their defaults, by the name a game's ``drills``
+        takes (``drills_far`` -> ``far``).
+
+        Raises:
+            ConfigError: an option is set but no drills are asked for (it would be ignored).
+        """
+        options = {
+            f.name.removeprefix("drills_"): getattr(self, f.name)
+            for f in dataclasses.fields(DrillSettings)
+            if f.name != "drills" and getattr(self, f.name) != f.default
+        }
+        if options and not self.drills:
+            flags = ", ".join(f"--drills-{name.replace('_', '-')}" for name in options)
+            raise ConfigError(f"{flags}: drill options need --drills N")
+        return options
