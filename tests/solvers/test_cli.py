@@ -33,7 +33,7 @@ def test_solve_kuhn_writes_policy_curve_and_value(tmp_path):
 def test_solve_leduc_with_vanilla_cfr(tmp_path):
     out = tmp_path / "leduc"
     result = run(
-        "solve", "-g", "leduc", "-a", "cfr", "-n", "20", "--points", "5", "--out", str(out)
+        "solve", "-g", "leduc", "--algorithm", "cfr", "-n", "20", "--points", "5", "--out", str(out)
     )
     assert result.exit_code == 0, result.output
     assert len(json.loads((out / "policy.json").read_text())) == 936
