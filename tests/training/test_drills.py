@@ -197,15 +197,27 @@ def test_in_game_drills_with_later_answers_refuse_losing_offers_then_answer_the_
             if j < k - 1:  # an earlier offer loses money, and the offers near the value
                 assert not accepts and (p < value if seller else p > value)
                 assert abs(offers[j + 1] - value) <= abs(p - value) or j == k - 2
+        turns = chat.messages[1:]
+        assert [t["role"] for t in turns] == ["user", "assistant"] * len(said)
+        rounds = [int(re.search(r"Round (\d+) of 10\.", t["content"]).group(1)) for t in turns[::2]]
+        assert rounds == ([1, 3, 5, 7, 9] if seller else [2, 4, 6, 8])[: len(said)]
     assert ks == {1, 2, 3, 4}
     once = [c.messages for c in drills("bargaining", 6, seed=13, in_game=True)]
     assert once == [c.messages for c in drills("bargaining", 6, seed=13, in_game=True, answers=1)]
+    # one answer spends no draw on k: seed 42's in-game drills are the ones written before
+    last = [c.messages[-1]["content"] for c in drills("bargaining", 3, seed=42, in_game=True)]
+    assert "The buyer offers $76.13; my reservation value is $81.84" in last[0]
+    assert "The seller offers $435.73; my reservation value is $419.96" in last[1]
+    assert "The buyer offers $253.70; my reservation value is $253.70" in last[2]
     with pytest.raises(ConfigError, match="--drills-answers needs --drills-in-game"):
         drills("bargaining", 4, seed=1, answers=2)
-    with pytest.raises(ConfigError, match="at most 4"):
-        next(drills("bargaining", 4, seed=1, in_game=True, answers=5))
+    with pytest.raises(ConfigError, match="room for 4"):
+        drills("bargaining", 4, seed=1, in_game=True, answers=5)
     with pytest.raises(ConfigError, match="--drills-answers is for --game bargaining"):
         drills("dond", 4, seed=1, answers=2)
+    with pytest.raises(ConfigError, match="--drills-farr: no such drill option"):
+        drills("bargaining", 4, seed=1, farr=0.5)
+    assert len(list(drills("dond", 2, seed=1, far=0.0))) == 2  # a default is no option set
 
 
 def test_drill_settings_name_the_options_a_games_drills_take():

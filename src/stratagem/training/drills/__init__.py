@@ -10,6 +10,7 @@ drills first, then on whole games on top of them (``train sft --adapter``).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -44,9 +45,14 @@ def drills(game: str | None, n: int, seed: int, **options: Any) -> Iterator[Chat
             + ", ".join(sorted(DRILLS))
         )
     module = importlib.import_module(DRILLS[game])
-    for name in options:
-        if name not in module.OPTIONS:
+    fields = dataclasses.fields(DrillSettings)
+    defaults = {f.name.removeprefix("drills_"): f.default for f in fields}
+    for name, value in options.items():
+        flag = "--drills-" + name.replace("_", "-")
+        if name not in defaults or name == "drills":
+            raise ConfigError(f"{flag}: no such drill option")
+        if name not in module.OPTIONS and value != defaults[name]:
             takers = [g for g, m in DRILLS.items() if name in importlib.import_module(m).OPTIONS]
-            flag = "--drills-" + name.replace("_", "-")
             raise ConfigError(f"{flag} is for --game {' or '.join(takers)} drills, not {game}")
-    return module.drills(n, seed, **options)
+    taken = {name: value for name, value in options.items() if name in module.OPTIONS}
+    return module.drills(n, seed, **taken)

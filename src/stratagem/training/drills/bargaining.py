@@ -54,6 +54,7 @@ LOW, HIGH = 10.0, 2000.0  # the reservation values drawn, log-uniformly (the cat
 MARGIN = 0.3  # offers up to 30 % either side of the value, as the acceptance curve probes
 SAME = 0.05  # the share of drills whose offer equals the value (accepted: "the same")
 FAR = 4.0  # far offers: a ratio to the value log-uniform in [1 + MARGIN, FAR], above or below
+MAX_ANSWERS = 1 + (MAX_ROUNDS - 3) // 2  # the seller answers in rounds 3, 5, 7, 9
 
 
 def drill_view(role: str, value: float, price: float, round_: int) -> BargainingView:
@@ -155,8 +156,6 @@ def game_drills(n: int, seed: int, far: float = 0.0, answers: int = 1) -> Iterat
     1 and answers the buyer's offers in rounds 3, 5, …. The k-th offer is ``offer_price``'s for
     the seat's value (``far`` as in ``comparison_drills``), the ones before it
     ``losing_prices``'; ~1,000 tokens a drill, ~150 more an answer."""
-    if answers > 1 + (MAX_ROUNDS - 3) // 2:
-        raise ConfigError(f"--drills-answers {answers}: a game has room for at most 4")
     game = get_game("bargaining", split="train")
     items = cast(Bargaining, game).items
     rng = random.Random(derive(seed, "game-drills"))
@@ -198,10 +197,13 @@ def drills(
     ``comparison_drills``.
 
     Raises:
-        ConfigError: ``answers`` > 1 without ``in_game`` (a short drill holds one answer).
+        ConfigError: ``answers`` > 1 without ``in_game`` (a short drill holds one answer), or
+            above ``MAX_ANSWERS``.
     """
     if not in_game:
         if answers > 1:
             raise ConfigError("--drills-answers needs --drills-in-game")
         return comparison_drills(n, seed, far)
+    if answers > MAX_ANSWERS:
+        raise ConfigError(f"--drills-answers {answers}: a game has room for {MAX_ANSWERS}")
     return game_drills(n, seed, far, answers)

@@ -22,8 +22,9 @@ class DrillSettings:
     four-turn games whose closing proposals take one's own share of a deal; --agents may then be
     left out."""
     drills_far: Annotated[float, Field(ge=0, le=1)] = 0.0
-    """Bargaining drills: the share whose offer is 1.3–4 times above or below the value (a hard
-    bargainer's early offers); the rest lie within ±30 % of it."""
+    """Bargaining drills: the share whose offer (with --drills-answers, the one answered last) is
+    1.3–4 times above or below the value (a hard bargainer's early offers); the rest lie within
+    ±30 % of it."""
     drills_in_game: bool = False
     """Bargaining drills inside whole games (the game's system prompt, a train-split catalog
     item, the game's turns up to an answer to an offer; ~1,000 tokens) instead of the role
