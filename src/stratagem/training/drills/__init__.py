@@ -10,7 +10,6 @@ drills first, then on whole games on top of them (``train sft --adapter``).
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -45,11 +44,10 @@ def drills(game: str | None, n: int, seed: int, **options: Any) -> Iterator[Chat
             + ", ".join(sorted(DRILLS))
         )
     module = importlib.import_module(DRILLS[game])
-    fields = dataclasses.fields(DrillSettings)
-    defaults = {f.name.removeprefix("drills_"): f.default for f in fields}
+    defaults = DrillSettings.option_defaults()
     for name, value in options.items():
         flag = "--drills-" + name.replace("_", "-")
-        if name not in defaults or name == "drills":
+        if name not in defaults:
             raise ConfigError(f"{flag}: no such drill option")
         if name not in module.OPTIONS and value != defaults[name]:
             takers = [g for g, m in DRILLS.items() if name in importlib.import_module(m).OPTIONS]

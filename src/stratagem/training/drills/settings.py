@@ -35,17 +35,24 @@ class DrillSettings:
     drills_refuse: bool = False
     """Dond drills whose accepter refuses, with a counter-claim, a claim leaving it no best item."""
 
+    @staticmethod
+    def option_defaults() -> dict[str, Any]:
+        """Each drill option's default, by the name a game's ``drills`` takes (``drills_far`` ->
+        ``far``); ``drills`` itself, the count, is not an option."""
+        fields = dataclasses.fields(DrillSettings)
+        return {f.name.removeprefix("drills_"): f.default for f in fields if f.name != "drills"}
+
     def drill_options(self) -> dict[str, Any]:
         """The drill options set away from their defaults, by the name a game's ``drills``
-        takes (``drills_far`` -> ``far``).
+        takes.
 
         Raises:
             ConfigError: an option is set but no drills are asked for (it would be ignored).
         """
         options = {
-            f.name.removeprefix("drills_"): getattr(self, f.name)
-            for f in dataclasses.fields(DrillSettings)
-            if f.name != "drills" and getattr(self, f.name) != f.default
+            name: getattr(self, "drills_" + name)
+            for name, default in self.option_defaults().items()
+            if getattr(self, "drills_" + name) != default
         }
         if options and not self.drills:
             flags = ", ".join(f"--drills-{name.replace('_', '-')}" for name in options)
