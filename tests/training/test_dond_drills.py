@@ -9,7 +9,7 @@ import re
 import pytest
 
 from stratagem.errors import ConfigError
-from stratagem.games.dond import complement, objective_text
+from stratagem.games.dond import complement, divisions, objective_text
 from stratagem.strategies.dond_talk import CLAIMS, DEALS, claim_in, deal_in
 from stratagem.training.drills import drills
 
@@ -132,3 +132,59 @@ def test_refusal_drills_are_seeded_and_differ_from_perspective_drills():
 def test_refusals_are_refused_for_bargaining_drills():
     with pytest.raises(ConfigError, match="--drills-refuse is for --game dond"):
         drills("bargaining", 4, seed=1, refuse=True)
+
+
+STATED = re.compile(r"a book is worth (\d+), a hat (\d+),? (?:and )?a ball (\d+)")
+
+
+def joint(counts, share, mine, theirs) -> int:
+    rest = complement(counts, share)
+    return sum(n * v for n, v in zip(share, mine, strict=True)) + sum(
+        n * v for n, v in zip(rest, theirs, strict=True)
+    )
+
+
+def test_joint_drills_state_values_and_end_on_a_joint_best_division():
+    chats = list(drills("dond", 400, seed=5, joint=True))
+    assert len(chats) == 400
+    countered = 0
+    for claimant, accepter in zip(chats[::2], chats[1::2], strict=True):
+        assert objective_text(1) in claimant.messages[0]["content"]  # λ = 1 only
+        counts = tuple(map(int, POOL.search(accepter.messages[0]["content"]).groups()))
+        values = tuple(map(int, VALUES.search(accepter.messages[0]["content"]).groups()))
+        mine = tuple(map(int, VALUES.search(claimant.messages[0]["content"]).groups()))
+        c = [m["content"] for m in claimant.messages[1:]]
+        a = [m["content"] for m in accepter.messages[1:]]
+        # the claimant states its own values, then claims
+        assert tuple(map(int, STATED.search(c[1]).groups())) == mine
+        claimed = claim_in(c[1])
+        best = max(joint(counts, s, values, mine) for s in divisions(counts))
+        # every game ends on a division of the highest joint value, scored as such under λ = 1
+        assert claimant.agreement and accepter.agreement
+        assert claimant.score == accepter.score == best
+        if joint(counts, complement(counts, claimed), values, mine) == best:
+            assert deal_in(a[1]) == claimed and len(accepter.actions) == 2
+            continue
+        countered += 1
+        # the accepter states its values and counter-claims: each type to who values it more,
+        # a type both value the same as the claim offered it
+        assert tuple(map(int, STATED.search(a[1]).groups())) == values
+        offered = complement(counts, claimed)
+        wanted = tuple(
+            n if v > w else 0 if v < w else o
+            for n, v, w, o in zip(counts, values, mine, offered, strict=True)
+        )
+        assert claim_in(a[1]) == wanted and deal_in(a[1]) is None
+        assert deal_in(c[3]) == wanted
+        assert shares(c[5]) == [complement(counts, wanted)] and shares(a[-1]) == [wanted]
+    assert 0.75 < countered / 200 < 0.98  # a random claim is rarely joint-best
+
+
+def test_joint_drills_are_seeded_and_not_combined_with_refusals():
+    first = [c.messages for c in drills("dond", 20, seed=3, joint=True)]
+    assert first == [c.messages for c in drills("dond", 20, seed=3, joint=True)]
+    assert first != [c.messages for c in drills("dond", 20, seed=3, refuse=True)]
+    with pytest.raises(ConfigError, match="--drills-refuse and --drills-joint"):
+        drills("dond", 4, seed=1, refuse=True, joint=True)
+    with pytest.raises(ConfigError, match="--drills-joint is for --game dond"):
+        drills("bargaining", 4, seed=1, joint=True)

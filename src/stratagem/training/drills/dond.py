@@ -27,6 +27,18 @@ both propose. Five turns, inside the same cap. The check needs no arithmetic: on
 three values and one count read from the claim. A refused game is kept only when the counter-
 claim leaves the claimant something it values and no two items share the accepter's top value
 (so the named item is the one it values most); the rest are drawn again.
+
+Joint drills (``joint``, ``gen-sft --drills-joint``) teach the value talk that λ = 1 needs: a
+division better for both can only be found by a seat that knows both seats' values. The
+claimant opens with its values stated (one of the negotiators' values wordings) and a random
+claim; the accepter deals only on a *joint-best* claim — one whose division is worth the most
+to both seats together under its own values and the claimant's stated ones — and otherwise
+states its own values and counter-claims the joint-best division nearest the claim: every unit
+of an item type it values more than the claimant said it does, none of a type it values less,
+and a type both value the same as the claim offered it. The claimant deals on it, and both
+propose. The check is three comparisons of two small numbers, one per item type, each read from
+the chat; a random claim is joint-best about one time in ten, so most joint drills counter-claim.
+Joint drills are played under λ = 1 only (the objective the joint-best division maximises).
 """
 
 from __future__ import annotations
@@ -39,12 +51,20 @@ from typing import ClassVar, cast
 
 from stratagem.agent import Agent
 from stratagem.episode import Episode
+from stratagem.errors import ConfigError
 from stratagem.games import get_game
 from stratagem.games.dond import ITEMS, DondView, Items, Say, Turn, complement, divisions
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
-from stratagem.strategies.dond import Negotiator, best_type, claim_text, their_claim
-from stratagem.strategies.dond_talk import CLAIMS
+from stratagem.strategies.dond import (
+    Negotiator,
+    best_type,
+    claim_text,
+    gain,
+    inferred_values,
+    their_claim,
+)
+from stratagem.strategies.dond_talk import CLAIMS, VALUES, values_text
 from stratagem.trace import Trace
 from stratagem.training.sft_data import Chat, agreement_of
 
@@ -59,6 +79,7 @@ class DrillPartner(Negotiator):
     protocol does."""
 
     stream: ClassVar[str] = "perspective-drills"  # the seed stream of its drill games
+    lams: ClassVar[tuple[float, ...]] = LAMS  # the objectives its drill games take in turn
 
     def accepts(self, view: DondView, share: Items) -> bool:
         """Accepts every share offered."""
@@ -125,13 +146,68 @@ class RefusingDrillPartner(DrillPartner):
         return (f"I value the {item} most, and that leaves me none.",)
 
 
-OPTIONS = ("refuse",)  # the DrillSettings these drills take
+@dataclass(frozen=True)
+class JointDrillPartner(DrillPartner):
+    """``DrillPartner`` for λ = 1, except that it opens with its values stated, and answering
+    the opening claim deals only on a joint-best one, else states its values and counter-claims
+    the joint-best division nearest the claim (module docstring); the claimant accepts the
+    counter-claim."""
+
+    stream: ClassVar[str] = "joint-drills"
+    lams: ClassVar[tuple[float, ...]] = (1.0,)
+
+    def accepts(self, view: DondView, share: Items) -> bool:
+        """The claimant accepts any counter-claim; the first answer needs the division that
+        leaves it ``share`` to be joint-best under the values the claimant stated."""
+        if view.my_messages():
+            return True
+        return gain(view, share) >= max(gain(view, s) for s in divisions(view.counts)) - 1e-9
+
+    def kept(self, trace: Trace) -> bool:
+        """Whether a joint drill game becomes drills: every one."""
+        return True
+
+    def demand(self, view: DondView) -> Items:
+        """The counter-claim: each item type to the seat that values it more (the claimant's
+        values as it stated them), a type both value the same as the opening claim offered."""
+        offered = complement(view.counts, cast(Items, their_claim(view)))
+        theirs = inferred_values(view)
+        wanted = [
+            n if mine > their else 0 if mine < their else kept
+            for n, mine, their, kept in zip(view.counts, view.values, theirs, offered, strict=True)
+        ]
+        return cast(Items, tuple(wanted))
+
+    def preambles(self, view: DondView) -> tuple[str, ...]:
+        """Its values, stated openly, in one of the negotiators' wordings."""
+        return tuple(values_text(view.values, i) for i in range(len(VALUES)))
+
+    def choose(self, view: DondView, rng: random.Random) -> Turn:
+        """Opening: its values, then a random claim; else the protocol's turn."""
+        if view.dialogue:
+            return super().choose(view, rng)
+        claim = cast(Say, super().choose(view, rng))
+        stated = values_text(view.values, rng.randrange(len(VALUES)))
+        return Say(f"{stated} {claim.text}")
 
 
-def drills(n: int, seed: int, refuse: bool = False) -> Iterator[Chat]:
+OPTIONS = ("refuse", "joint")  # the DrillSettings these drills take
+
+
+def drills(n: int, seed: int, refuse: bool = False, joint: bool = False) -> Iterator[Chat]:
     """Returns ``n`` perspective drills (chats), deterministic in ``seed``: two per drill game,
-    the claimant's first; with ``refuse``, refusal drills (module docstring)."""
-    return _drill_chats(n, seed, RefusingDrillPartner() if refuse else DrillPartner())
+    the claimant's first; with ``refuse``, refusal drills; with ``joint``, joint drills (module
+    docstring).
+
+    Raises:
+        ConfigError: both ``refuse`` and ``joint`` (two kinds of answer to the opening claim).
+    """
+    if refuse and joint:
+        raise ConfigError(
+            "--drills-refuse and --drills-joint are two kinds of dond drills; pick one"
+        )
+    partner = JointDrillPartner() if joint else RefusingDrillPartner() if refuse else DrillPartner()
+    return _drill_chats(n, seed, partner)
 
 
 def _drill_chats(n: int, seed: int, drill_partner: DrillPartner) -> Iterator[Chat]:
@@ -141,7 +217,7 @@ def _drill_chats(n: int, seed: int, drill_partner: DrillPartner) -> Iterator[Cha
     for index in itertools.count():
         if made == n:
             return
-        lam = LAMS[index % len(LAMS)]
+        lam = drill_partner.lams[index % len(drill_partner.lams)]
         game = get_game("dond", lam=lam, max_turns=MAX_TURNS)
         spec = EpisodeSpec(
             f"drill-{index}",

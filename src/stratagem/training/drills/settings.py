@@ -34,6 +34,9 @@ class DrillSettings:
     to this; the offers before the k-th lose the responder money (it refuses them)."""
     drills_refuse: bool = False
     """Dond drills whose accepter refuses, with a counter-claim, a claim leaving it no best item."""
+    drills_joint: bool = False
+    """Dond drills under λ = 1 in which both seats state their values and the accepter deals
+    only on a joint-best claim, else counter-claims the joint-best division."""
 
     @staticmethod
     def option_defaults() -> dict[str, Any]:
