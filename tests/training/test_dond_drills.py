@@ -147,7 +147,7 @@ def joint(counts, share, mine, theirs) -> int:
 def test_joint_drills_state_values_and_end_on_a_joint_best_division():
     chats = list(drills("dond", 400, seed=5, joint=True))
     assert len(chats) == 400
-    countered = 0
+    countered, openings = 0, set()
     for claimant, accepter in zip(chats[::2], chats[1::2], strict=True):
         assert objective_text(1) in claimant.messages[0]["content"]  # λ = 1 only
         counts = tuple(map(int, POOL.search(accepter.messages[0]["content"]).groups()))
@@ -157,6 +157,7 @@ def test_joint_drills_state_values_and_end_on_a_joint_best_division():
         a = [m["content"] for m in accepter.messages[1:]]
         # the claimant states its own values, then claims
         assert tuple(map(int, STATED.search(c[1]).groups())) == mine
+        openings.add(c[1][: STATED.search(c[1]).start()])
         claimed = claim_in(c[1])
         best = max(joint(counts, s, values, mine) for s in divisions(counts))
         # every game ends on a division of the highest joint value, scored as such under λ = 1
@@ -169,6 +170,7 @@ def test_joint_drills_state_values_and_end_on_a_joint_best_division():
         # the accepter states its values and counter-claims: each type to who values it more,
         # a type both value the same as the claim offered it
         assert tuple(map(int, STATED.search(a[1]).groups())) == values
+        assert "?" not in a[1]  # it does not ask for the values it has read
         offered = complement(counts, claimed)
         wanted = tuple(
             n if v > w else 0 if v < w else o
@@ -177,7 +179,9 @@ def test_joint_drills_state_values_and_end_on_a_joint_best_division():
         assert claim_in(a[1]) == wanted and deal_in(a[1]) is None
         assert deal_in(c[3]) == wanted
         assert shares(c[5]) == [complement(counts, wanted)] and shares(a[-1]) == [wanted]
+        assert (len(claimant.actions), len(accepter.actions)) == (3, 2)
     assert 0.75 < countered / 200 < 0.98  # a random claim is rarely joint-best
+    assert len(openings) == 2  # the values wordings vary ("My values:", "To be open, ...")
 
 
 def test_joint_drills_are_seeded_and_not_combined_with_refusals():

@@ -101,6 +101,20 @@ def test_gen_sft_writes_drills_of_both_games_and_refuses_them_for_others(tmp_pat
     assert r.returncode == 0, r.stderr
     rows = [json.loads(x) for x in open(tmp_path / "r" / "dond-drills" / "train.jsonl")]
     assert any("and that leaves me none" in m["content"] for r in rows for m in r["messages"])
+    r = gen_sft("--game", "dond", "--drills", "4", "--drills-joint", "-o", str(tmp_path / "j"))
+    assert r.returncode == 0, r.stderr
+    rows = [
+        json.loads(x)
+        for f in ("train", "test")
+        for x in open(tmp_path / "j/dond-drills" / f"{f}.jsonl")
+    ]
+    # both seats' chats hold the claimant's stated values: its opening, or the claim it read
+    opening = [" ".join(m["content"] for m in r["messages"][1:3]) for r in rows]
+    assert rows and all("a book is worth" in text for text in opening)
+    both = ("--drills-refuse", "--drills-joint")
+    r = gen_sft("--game", "dond", "--drills", "4", *both, "-o", str(tmp_path / "rj"))
+    assert r.returncode != 0 and "two kinds of dond drills" in r.stderr + r.stdout
+    assert "Traceback" not in r.stderr and not (tmp_path / "rj").exists()
 
     r = gen_sft("--game", "ipd", "--drills", "5", "--agents", "TitForTat")
     assert r.returncode != 0

@@ -148,19 +148,17 @@ class RefusingDrillPartner(DrillPartner):
 
 @dataclass(frozen=True)
 class JointDrillPartner(DrillPartner):
-    """``DrillPartner`` for λ = 1, except that it opens with its values stated, and answering
-    the opening claim deals only on a joint-best one, else states its values and counter-claims
-    the joint-best division nearest the claim (module docstring); the claimant accepts the
-    counter-claim."""
+    """``DrillPartner`` for λ = 1, except that it opens with its values stated, deals only on a
+    joint-best claim under the values the other stated, and otherwise states its values and
+    counter-claims the joint-best division nearest the claim (module docstring), on which the
+    claimant deals."""
 
     stream: ClassVar[str] = "joint-drills"
     lams: ClassVar[tuple[float, ...]] = (1.0,)
 
     def accepts(self, view: DondView, share: Items) -> bool:
-        """The claimant accepts any counter-claim; the first answer needs the division that
-        leaves it ``share`` to be joint-best under the values the claimant stated."""
-        if view.my_messages():
-            return True
+        """Whether the division that leaves it ``share`` is joint-best under its values and the
+        ones the other stated (the counter-claim always is)."""
         return gain(view, share) >= max(gain(view, s) for s in divisions(view.counts)) - 1e-9
 
     def kept(self, trace: Trace) -> bool:
@@ -173,14 +171,15 @@ class JointDrillPartner(DrillPartner):
         offered = complement(view.counts, cast(Items, their_claim(view)))
         theirs = inferred_values(view)
         wanted = [
-            n if mine > their else 0 if mine < their else kept
-            for n, mine, their, kept in zip(view.counts, view.values, theirs, offered, strict=True)
+            n if mine > their else 0 if mine < their else given
+            for n, mine, their, given in zip(view.counts, view.values, theirs, offered, strict=True)
         ]
         return cast(Items, tuple(wanted))
 
     def preambles(self, view: DondView) -> tuple[str, ...]:
-        """Its values, stated openly, in one of the negotiators' wordings."""
-        return tuple(values_text(view.values, i) for i in range(len(VALUES)))
+        """Its values, stated openly, in the negotiators' wordings that do not ask for the
+        other's values (the claimant stated them)."""
+        return tuple(values_text(view.values, i) for i, w in enumerate(VALUES) if "?" not in w)
 
     def choose(self, view: DondView, rng: random.Random) -> Turn:
         """Opening: its values, then a random claim; else the protocol's turn."""
