@@ -118,6 +118,25 @@ def test_the_next_step_of_a_staged_sft_run_evaluates_the_whole_stack(tmp_path):
     args = SFTArgs(data=tmp_path / "bargaining", adapter="runs/drills/adapter")
     (line,) = _next_steps(args, tmp_path / "adapter")
     assert line.endswith(f"--adapter runs/drills/adapter,{tmp_path / 'adapter'}")
+    assert "--game bargaining " in line
+
+
+def test_the_next_step_names_the_game_a_drills_folder_holds_not_its_name(tmp_path):
+    from stratagem.cli.train import _next_steps
+    from stratagem.training.sft import SFTArgs
+
+    (tmp_path / "adapter").mkdir()
+    (tmp_path / "adapter" / "adapter_config.json").write_text("{}")
+    drills = tmp_path / "dond-drills"
+    drills.mkdir()
+    (drills / "card.json").write_text(json.dumps({"per_game": {"dond": 12}}))
+    (line,) = _next_steps(SFTArgs(data=drills), tmp_path / "adapter")
+    assert "--game dond " in line
+    # a folder of several games, or a card that cannot be read: the game is left to fill in
+    (drills / "card.json").write_text(json.dumps({"per_game": {"dond": 1, "ipd": 2}}))
+    assert "--game GAME " in _next_steps(SFTArgs(data=drills), tmp_path / "adapter")[0]
+    (drills / "card.json").write_text("{not json")
+    assert "--game GAME " in _next_steps(SFTArgs(data=drills), tmp_path / "adapter")[0]
 
 
 @pytest.mark.slow

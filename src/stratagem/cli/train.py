@@ -210,10 +210,11 @@ def _next_steps(args: Any, folder: Path) -> list[str]:
             f"--adapter {stack})"
         ]
     if (folder / "adapter_config.json").exists():  # SFT: its starting adapters stay under it
-        game = game or getattr(args, "data", folder).name
+        game = game or (args.data_game() if hasattr(args, "data_game") else None) or "GAME"
         stack = ",".join([*filter(None, [getattr(args, "adapter", None)]), str(folder)])
         return [f"evaluate with: stratagem eval --game {game} --agent hf --adapter {stack}"]
     return []
+
 
 
 class _TrainGroup(TyperGroup):

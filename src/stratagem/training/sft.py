@@ -74,6 +74,19 @@ class SFTArgs(TRLArgs, RunArgs, PolicyArgs):
             )
         check_adapters(self)
 
+    def data_game(self) -> str | None:
+        """The one game the data folder holds (its ``gen-sft`` card's ``per_game``; a drills
+        folder is named GAME-drills), else the folder's name when that is a game, else None."""
+        from stratagem.games import game_names
+
+        try:
+            games = list(json.loads((Path(self.data) / "card.json").read_text())["per_game"])
+        except (OSError, ValueError, KeyError, TypeError):
+            games = []
+        if len(games) == 1:
+            return games[0]
+        return Path(self.data).name if Path(self.data).name in game_names() else None
+
 
 def chat_tokens(tokenizer: Any, row: Mapping[str, Any], max_length: int) -> dict[str, list[int]]:
     """``input_ids`` and ``labels`` of one ``gen-sft`` row, cut at ``max_length`` tokens.
