@@ -10,7 +10,7 @@ import pytest
 
 from stratagem.errors import ConfigError
 from stratagem.games.dond import complement, divisions, objective_text
-from stratagem.strategies.dond_talk import CLAIMS, DEALS, claim_in, deal_in
+from stratagem.strategies.dond_talk import CLAIMS, DEALS, claim_in, deal_in, values_in
 from stratagem.training.drills import drills
 
 SHARE = re.compile(r"\((\d+) books, (\d+) hats, (\d+) balls\)")
@@ -192,3 +192,45 @@ def test_joint_drills_are_seeded_and_not_combined_with_refusals():
         drills("dond", 4, seed=1, refuse=True, joint=True)
     with pytest.raises(ConfigError, match="--drills-joint is for --game dond"):
         drills("bargaining", 4, seed=1, joint=True)
+
+
+CHECK = re.compile(
+    r"^\[message\] Books: (\d+) to me, (\d+) to you, so (\w+( \w+)?)\. "
+    r"Hats: (\d+) to me, (\d+) to you, so (\w+( \w+)?)\. Balls: (\d+) to me, (\d+) to you, so "
+    r"(\w+( \w+)?)\. "
+)
+
+
+def test_checked_joint_drills_write_the_check_first_in_both_answers_and_keep_the_divisions():
+    checked = list(drills("dond", 300, seed=5, joint=True, check=True))
+    plain = list(drills("dond", 300, seed=5, joint=True))
+    deals = counters = 0
+    for claimant, accepter, same in zip(checked[::2], checked[1::2], plain[1::2], strict=True):
+        values = tuple(map(int, VALUES.search(accepter.messages[0]["content"]).groups()))
+        stated = tuple(map(int, STATED.search(claimant.messages[2]["content"]).groups()))
+        answer = accepter.messages[2]["content"]
+        groups = CHECK.match(answer).groups()
+        mine, theirs, verdict = groups[0::4], groups[1::4], groups[2::4]
+        assert tuple(map(int, mine)) == values and tuple(map(int, theirs)) == stated
+        assert verdict == tuple(
+            "mine" if v > w else "yours" if v < w else "the same"
+            for v, w in zip(values, stated, strict=True)
+        )
+        assert values_in(answer) is None  # the check replaces the values statement
+        # the same division answered, dealt or counter-claimed, as without the check
+        plain_answer = same.messages[2]["content"]
+        assert (claim_in(answer), deal_in(answer)) == (
+            claim_in(plain_answer),
+            deal_in(plain_answer),
+        )
+        deals += deal_in(answer) is not None
+        counters += claim_in(answer) is not None
+        assert claimant.agreement and claimant.score == same.score
+    assert deals > 5 and counters > 100  # both answers carry the check
+
+
+def test_the_check_is_for_joint_drills_only():
+    with pytest.raises(ConfigError, match="--drills-check is for joint drills"):
+        drills("dond", 4, seed=1, check=True)
+    with pytest.raises(ConfigError, match="--drills-check is for --game dond"):
+        drills("bargaining", 4, seed=1, check=True)

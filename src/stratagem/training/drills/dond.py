@@ -39,6 +39,13 @@ and a type both value the same as the claim offered it. The claimant deals on it
 propose. The check is three comparisons of two small numbers, one per item type, each read from
 the chat; a random claim is joint-best about one time in ten, so most joint drills counter-claim.
 Joint drills are played under λ = 1 only (the objective the joint-best division maximises).
+With ``check`` (``--drills-check``) the accepter's first answer writes the check before it deals
+or counter-claims — per item type its own value, the claimant's stated one and whose the type is
+("Books: 3 to me, 0 to you, so mine. Hats: …") — in place of its values statement, so that each
+comparison is two numbers copied from the chat and one word after them, before the answer that
+depends on them (as the bargaining responder's thought writes both prices before "higher" or
+"lower"). The games and the divisions claimed and answered are those of the same seed
+without it; only the words of the first answer differ.
 """
 
 from __future__ import annotations
@@ -64,7 +71,7 @@ from stratagem.strategies.dond import (
     inferred_values,
     their_claim,
 )
-from stratagem.strategies.dond_talk import CLAIMS, VALUES, values_text
+from stratagem.strategies.dond_talk import CLAIMS, VALUES, deal_in, values_text
 from stratagem.trace import Trace
 from stratagem.training.sft_data import Chat, agreement_of
 
@@ -146,6 +153,16 @@ class RefusingDrillPartner(DrillPartner):
         return (f"I value the {item} most, and that leaves me none.",)
 
 
+def joint_check(mine: Items, theirs: Items) -> str:
+    """The joint drills' written check: per item type both values, the writer's first, and whose
+    the type is under λ = 1 ("Books: 3 to me, 0 to you, so mine.")."""
+    return " ".join(
+        f"{item.capitalize()}: {m} to me, {t} to you, so "
+        + ("mine." if m > t else "yours." if m < t else "the same.")
+        for item, m, t in zip(ITEMS, mine, theirs, strict=True)
+    )
+
+
 @dataclass(frozen=True)
 class JointDrillPartner(DrillPartner):
     """``DrillPartner`` for λ = 1, except that it opens with its values stated, deals only on a
@@ -153,12 +170,17 @@ class JointDrillPartner(DrillPartner):
     counter-claims the joint-best division nearest the claim (module docstring), on which the
     claimant deals."""
 
+    check: bool = False  # the first answer writes the check in place of its values
+
     stream: ClassVar[str] = "joint-drills"
     lams: ClassVar[tuple[float, ...]] = (1.0,)
 
     def accepts(self, view: DondView, share: Items) -> bool:
-        """Whether the division that leaves it ``share`` is joint-best under its values and the
-        ones the other stated (the counter-claim always is)."""
+        """The claimant accepts the counter-claim (joint-best, though with ``check`` it states
+        no values to infer that from); the first answer needs the division that leaves it
+        ``share`` to be joint-best under its values and the ones the claimant stated."""
+        if view.my_messages():
+            return True
         return gain(view, share) >= max(gain(view, s) for s in divisions(view.counts)) - 1e-9
 
     def kept(self, trace: Trace) -> bool:
@@ -178,34 +200,48 @@ class JointDrillPartner(DrillPartner):
 
     def preambles(self, view: DondView) -> tuple[str, ...]:
         """Its values, stated openly, in the negotiators' wordings that do not ask for the
-        other's values (the claimant stated them)."""
+        other's values (the claimant stated them); with ``check``, the check instead."""
+        if self.check:
+            theirs = cast(Items, tuple(round(v) for v in inferred_values(view)))
+            return (joint_check(view.values, theirs),)
         return tuple(values_text(view.values, i) for i, w in enumerate(VALUES) if "?" not in w)
 
     def choose(self, view: DondView, rng: random.Random) -> Turn:
-        """Opening: its values, then a random claim; else the protocol's turn."""
-        if view.dialogue:
-            return super().choose(view, rng)
-        claim = cast(Say, super().choose(view, rng))
-        stated = values_text(view.values, rng.randrange(len(VALUES)))
-        return Say(f"{stated} {claim.text}")
+        """Opening: its values, then a random claim; a deal with ``check``: the check, then the
+        deal; else the protocol's turn."""
+        turn = super().choose(view, rng)
+        if not view.dialogue:
+            stated = values_text(view.values, rng.randrange(len(VALUES)))
+            return Say(f"{stated} {cast(Say, turn).text}")
+        if self.check and isinstance(turn, Say) and not view.my_messages():
+            if deal_in(turn.text) is not None:  # a counter-claim carries the check already
+                return Say(f"{self.preambles(view)[0]} {turn.text}")
+        return turn
 
 
-OPTIONS = ("refuse", "joint")  # the DrillSettings these drills take
+OPTIONS = ("refuse", "joint", "check")  # the DrillSettings these drills take
 
 
-def drills(n: int, seed: int, refuse: bool = False, joint: bool = False) -> Iterator[Chat]:
+def drills(
+    n: int, seed: int, refuse: bool = False, joint: bool = False, check: bool = False
+) -> Iterator[Chat]:
     """Returns ``n`` perspective drills (chats), deterministic in ``seed``: two per drill game,
-    the claimant's first; with ``refuse``, refusal drills; with ``joint``, joint drills (module
-    docstring).
+    the claimant's first; with ``refuse``, refusal drills; with ``joint``, joint drills, whose
+    first answer writes its check with ``check`` (module docstring).
 
     Raises:
-        ConfigError: both ``refuse`` and ``joint`` (two kinds of answer to the opening claim).
+        ConfigError: both ``refuse`` and ``joint`` (two kinds of answer to the opening claim), or
+            ``check`` without ``joint``.
     """
+    if check and not joint:
+        raise ConfigError("--drills-check is for joint drills: add --drills-joint")
     if refuse and joint:
         raise ConfigError(
             "--drills-refuse and --drills-joint are two kinds of dond drills; pick one"
         )
-    partner = JointDrillPartner() if joint else RefusingDrillPartner() if refuse else DrillPartner()
+    partner = (
+        JointDrillPartner(check) if joint else RefusingDrillPartner() if refuse else DrillPartner()
+    )
     return _drill_chats(n, seed, partner)
 
 

@@ -37,6 +37,8 @@ class DrillSettings:
     drills_joint: bool = False
     """Dond drills under λ = 1 in which both seats state their values and the accepter deals
     only on a joint-best claim, else counter-claims the joint-best division."""
+    drills_check: bool = False
+    """Joint drills whose accepter first writes, per item type, both values and whose it is."""
 
     @staticmethod
     def option_defaults() -> dict[str, Any]:
