@@ -216,7 +216,6 @@ def _next_steps(args: Any, folder: Path) -> list[str]:
     return []
 
 
-
 class _TrainGroup(TyperGroup):
     """The ``train`` commands, built on first use: their options come from the trainers'
     dataclasses, whose modules load torch, which ``stratagem games`` must not."""

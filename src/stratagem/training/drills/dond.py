@@ -183,10 +183,6 @@ class JointDrillPartner(DrillPartner):
             return True
         return gain(view, share) >= max(gain(view, s) for s in divisions(view.counts)) - 1e-9
 
-    def kept(self, trace: Trace) -> bool:
-        """Whether a joint drill game becomes drills: every one."""
-        return True
-
     def demand(self, view: DondView) -> Items:
         """The counter-claim: each item type to the seat that values it more (the claimant's
         values as it stated them), a type both value the same as the opening claim offered."""
