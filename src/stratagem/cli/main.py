@@ -22,6 +22,7 @@ from stratagem.cli.options import register
 from stratagem.errors import StratagemError
 from stratagem.launch import resume_command
 from stratagem.report.acceptance import AcceptanceConfig, acceptance_command
+from stratagem.report.claim_probe import ClaimProbeConfig, claim_probe_command
 
 app = typer.Typer(
     name="stratagem",
@@ -64,6 +65,7 @@ app.command("games")(info.games)
 register(app, "strategies", info.StrategiesConfig, info.list_strategies)
 register(app, "eval", evaluate.EvalConfig, evaluate.eval_command, wrap=interruptible)
 register(app, "acceptance", AcceptanceConfig, acceptance_command)
+register(app, "claim-probe", ClaimProbeConfig, claim_probe_command)
 register(app, "matrix", matrix.MatrixConfig, matrix.matrix_command)
 register(app, "report", report.ReportConfig, report.report_command)
 register(app, "solve", solve.SolveConfig, solve.solve_command, wrap=answers)

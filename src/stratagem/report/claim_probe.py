@@ -1,0 +1,115 @@
+"""``stratagem claim-probe``: what a Deal or No Deal agent answers to opening claims, beside the
+drills' rule (``training.drills.dond_probe``), as a table per rule, ``probes.json``,
+``probes.png`` and the probe episodes' ``traces.jsonl`` (each trace's ``meta`` names the rule's
+answer and share). The command's settings and body live here; the CLI only registers them."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import textwrap
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from stratagem.agents.settings import AgentSettings
+from stratagem.errors import ConfigError, IncompleteRunError
+from stratagem.settings import NonNegative, opt
+from stratagem.training.drills.dond_probe import ANSWERS, KINDS, ClaimProbe, summary_rows
+
+console = Console()
+
+
+@dataclasses.dataclass(kw_only=True)
+class ClaimProbeConfig(AgentSettings):
+    """Probe how a Deal or No Deal agent answers opening claims, beside the drills' rule."""
+
+    kind: str = "both"
+    """refuse (λ = 0: refuse a claim that takes every unit of the best item), joint (λ = 1:
+    deal only on a joint-best claim) or both."""
+    probes: NonNegative = 48
+    """Claims to answer per rule."""
+    seed: int = opt(0, "-s")
+    """Seed of the held-out contexts (train selfplay's with the same seed) and of the claims."""
+    out: str | None = opt(None, "-o")
+    """Folder for probes.json, probes.png and traces.jsonl (none: print only)."""
+
+
+def claim_probe_command(cfg: ClaimProbeConfig) -> None:
+    """Probe how a Deal or No Deal agent answers opening claims, beside the drills' rule."""
+    from stratagem.agents.spec import make_agent
+    from stratagem.games import get_game
+    from stratagem.runs import TRACES
+    from stratagem.trace import write_traces
+    from stratagem.training.drills.dond_probe import claim_probe
+
+    if cfg.kind not in (*KINDS, "both"):
+        raise ConfigError(f"--kind must be {', '.join(KINDS)} or both, not {cfg.kind!r}")
+    if cfg.probes < 1:
+        raise ConfigError("--probes: probe at least one claim")
+    game = get_game("dond")
+    agent = make_agent(cfg.agent, game, cfg.llm_options(game))
+    kinds = tuple(KINDS) if cfg.kind == "both" else (cfg.kind,)
+    probes = []
+    for kind in kinds:
+        with console.status(f"{agent.name}: {cfg.probes} claims under the {kind} rule"):
+            probe = claim_probe(agent, kind, cfg.probes, seed=cfg.seed)
+        if probe.errors:  # a failed model call is never an answer: nothing is written
+            raise IncompleteRunError(
+                f"{len(probe.errors)} probes of {agent.name} ({kind}) failed "
+                f"(first: {probe.errors[0]}); nothing written, rerun to retry"
+            )
+        probes.append(probe)
+        console.print(_table(probe))
+    if cfg.out is not None:
+        folder = Path(cfg.out)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "probes.json").write_text(json.dumps(summary_rows(probes), indent=1))
+        write_traces(folder / TRACES, (t for p in probes for t in p.traces))
+        _plot(probes, folder / "probes.png")
+        written = ", ".join(str(folder / f) for f in ("probes.json", "probes.png", TRACES))
+        console.print(f"written: {written}")
+
+
+def _table(probe: ClaimProbe) -> Table:
+    table = Table(title=f"{probe.agent}: answers to opening claims under the {probe.kind} rule")
+    table.add_column("the rule")
+    for answer in ANSWERS:
+        table.add_column(answer, justify="right")
+    for rule, counts in probe.counts().items():
+        table.add_row(f"{rule}s", *(str(counts[a]) for a in ANSWERS))
+    rate, se = probe.agreement()
+    as_rule, rule_counters = probe.counters_as_rule()
+    best, kept = probe.joint_best()
+    caption = (
+        f"decides as the rule {rate:.2f} ± {se:.2f} · counter-claims keeping the rule's share "
+        f"{as_rule} of {rule_counters} · kept shares joint-best {best} of {kept} · "
+        f"corrections {sum(a.corrections for a in probe.answers)}"
+    )
+    if probe.kind == "joint":
+        caption += f" · writes the check exactly {sum(a.checked for a in probe.answers)}"
+    table.caption = caption
+    return table
+
+
+def _plot(probes: list[ClaimProbe], path: Path) -> None:
+    """One bar group per rule and its answer (deal / counter-claim): the probed answers stacked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    labels = [f"{p.kind}: rule {rule}s" for p in probes for rule in ("deal", "counter")]
+    bottoms = [0] * len(labels)
+    for answer in ANSWERS:
+        heights = [p.counts()[rule][answer] for p in probes for rule in ("deal", "counter")]
+        ax.bar(labels, heights, bottom=bottoms, label=answer)
+        bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+    ax.set(ylabel="probes")
+    ax.legend(title="the agent answers", fontsize=8)
+    ax.set_title(textwrap.fill(probes[0].agent.replace(",", ", "), 70), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

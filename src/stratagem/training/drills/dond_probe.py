@@ -1,0 +1,259 @@
+"""The claim probe: what a Deal or No Deal seat answers to an opening claim, beside the answer
+of the drills' rule (``stratagem claim-probe``).
+
+Self-play sees a warm start's decisions only through whole games, where a malformed claim, a
+missing proposal or the other seat's mistake hides them. The probe asks the accepter's one
+decision directly, as the bargaining acceptance curve asks the responder's: on each probe a
+scripted claimant — the drills' own opening — claims a random share of a held-out context
+(neither nothing nor everything), and the probed seat answers once. The answer is read as the
+negotiators read each other — a *deal* on the claim, a *counter-claim* of a share for itself, a
+*proposal*, or *other* (neither, or a deal on a share nobody claimed) — and set beside the answer
+of the drills' rule on the same view:
+
+- ``refuse`` (λ = 0, ``RefusingDrillPartner``): deal when the claim leaves the seat a unit of an
+  item type of its highest value, else counter-claim;
+- ``joint`` (λ = 1, ``JointDrillPartner``): the claimant states its values before its claim; deal
+  on a joint-best claim, else counter-claim the joint-best division nearest it.
+
+Every answer's kept share (the claim's rest on a deal, the share claimed on a counter-claim) is
+also scored on its own: *joint-best* when no division is worth more to both seats together under
+their true values; and whether the answer wrote the joint check exactly (``--drills-check``'s
+"Books: 3 to me, 0 to you, so mine. …").
+
+Contexts are the held-out side of ``split_contexts(contexts, seed)`` — the contexts ``train
+selfplay --seed S`` evaluates on, for S = ``seed``; probe ``i``'s episode seed is
+``derive(seed, "claim-probe", i)``, which draws its context, first speaker and claim. An answer
+the game refuses is asked again, as in a game, and the answer it accepts is the one read (the
+corrections are counted). Probes whose model call failed are counted apart, never read as an
+answer. Each probe episode stops after the probed answer; its trace is kept, its ``meta`` naming
+the rule's answer and share.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from stratagem.agent import Agent
+from stratagem.episode import Episode
+from stratagem.errors import ConfigError
+from stratagem.game import Game
+from stratagem.games import get_game
+from stratagem.games.dond import DondState, Items, Propose, Say, complement, divisions, score
+from stratagem.seeding import derive
+from stratagem.strategies.dond_talk import claim_in, deal_in
+from stratagem.trace import Trace
+from stratagem.training.drills.dond import (
+    MAX_TURNS,
+    NAME,
+    DrillPartner,
+    JointDrillPartner,
+    RefusingDrillPartner,
+    joint_check,
+)
+from stratagem.training.selfplay_data import split_contexts
+
+__all__ = ["ANSWERS", "KINDS", "ClaimProbe", "ProbeAnswer", "claim_probe", "read_answer"]
+
+KINDS = {"refuse": 0.0, "joint": 1.0}  # the probe's rule -> the λ its games are played under
+ANSWERS = ("deal", "counter", "proposal", "other")
+
+
+@dataclass(frozen=True)
+class ProbeAnswer:
+    """One probe: the rule's answer and the probed seat's, each with the share it keeps."""
+
+    rule: str  # "deal" or "counter"
+    rule_share: Items
+    answer: str  # one of ANSWERS
+    share: Items | None  # the share the answer keeps for its seat (deal or counter-claim)
+    joint_best: bool  # ``share`` is a division of highest joint value (both true values)
+    checked: bool  # the answer writes the joint check exactly
+    corrections: int  # answers the game refused before the one read
+
+
+@dataclass(frozen=True)
+class ClaimProbe:
+    """Every probe of one agent under one rule, with the failed ones and the traces."""
+
+    agent: str
+    kind: str
+    answers: tuple[ProbeAnswer, ...]
+    errors: tuple[str, ...] = ()  # probes whose model call failed (not in ``answers``)
+    traces: tuple[Trace, ...] = ()
+
+    def counts(self) -> dict[str, Counter[str]]:
+        """The probed answers per rule answer: ``counts()["counter"]["deal"]`` = dealt where the
+        rule counter-claims."""
+        table: dict[str, Counter[str]] = {"deal": Counter(), "counter": Counter()}
+        for a in self.answers:
+            table[a.rule][a.answer] += 1
+        return table
+
+    def agreement(self) -> tuple[float, float]:
+        """The share of probes whose answer is the rule's decision (deal or counter-claim), and
+        its binomial standard error (nan without probes)."""
+        return _rate(sum(a.answer == a.rule for a in self.answers), len(self.answers))
+
+    def counters_as_rule(self) -> tuple[int, int]:
+        """(counter-claims keeping the rule's share, counter-claims where the rule counters)."""
+        both = [a for a in self.answers if a.rule == a.answer == "counter"]
+        return sum(a.share == a.rule_share for a in both), len(both)
+
+    def joint_best(self) -> tuple[int, int]:
+        """(answers whose kept share is joint-best, answers that keep a share)."""
+        kept = [a for a in self.answers if a.share is not None]
+        return sum(a.joint_best for a in kept), len(kept)
+
+
+def _rate(k: int, n: int) -> tuple[float, float]:
+    if not n:
+        return math.nan, math.nan
+    p = k / n
+    return p, math.sqrt(p * (1 - p) / n)
+
+
+def read_answer(text: str, claim: Items, counts: Items) -> tuple[str, Items | None]:
+    """Returns how a message answers ``claim`` (the claimant's share of ``counts``) and the share
+    it keeps for its writer: a deal granting exactly ``claim``, a counter-claim (a claim of a
+    possible share), else ``("other", None)``."""
+    granted = deal_in(text)
+    if granted is not None:
+        return ("deal", complement(counts, claim)) if granted == claim else ("other", None)
+    share = claim_in(text)
+    if share is None or any(x > n for x, n in zip(share, counts, strict=True)):
+        return "other", None
+    return "counter", share
+
+
+def _joint_best(share: Items, state: DondState, seat: int) -> bool:
+    """Whether keeping ``share`` leaves a division of highest joint value (true values)."""
+    values = state.context.values
+    counts = state.context.counts
+
+    def joint(s: Items) -> int:
+        return score(values[seat], s) + score(values[1 - seat], complement(counts, s))
+
+    return joint(share) == max(joint(s) for s in divisions(counts))
+
+
+def claim_probe(agent: Agent, kind: str, n: int, *, seed: int = 0) -> ClaimProbe:
+    """Returns ``agent``'s answers to ``n`` opening claims under rule ``kind`` (module
+    docstring). The probed seats of all probes answer in one batched call per attempt.
+
+    Raises:
+        ConfigError: an unknown ``kind`` or ``n`` < 1.
+    """
+    if kind not in KINDS:
+        raise ConfigError(f"claim probe: kind must be one of {sorted(KINDS)}, not {kind!r}")
+    if n < 1:
+        raise ConfigError("claim probe: probe at least one claim")
+    partner: DrillPartner = JointDrillPartner() if kind == "joint" else RefusingDrillPartner()
+    game = cast(Game, get_game("dond", lam=KINDS[kind], max_turns=MAX_TURNS))
+    split = split_contexts(game.contexts, seed)  # type: ignore[attr-defined]
+    episodes = []
+    for i in range(n):
+        seed_i = derive(seed, "claim-probe", i)
+        context = split.draw(held_out=True, seed=seed_i)
+        first = DondState(context, seed_i).first  # the claimant: the seat that speaks first
+        names = (NAME, agent.name) if first == 0 else (agent.name, NAME)
+        meta = {"probe": kind, "index": i}
+        episode = Episode(game, f"claim-probe-{i}", seed_i, names, meta=meta, scenario=context)
+        episodes.append(episode)
+    rules = [_open(episode, partner) for episode in episodes]
+    corrections = [0] * n
+    live = list(range(n))
+    while live:
+        waiting = [(i, obs) for i in live for obs in episodes[i].waiting()]
+        decisions = agent.act([obs for _, obs in waiting])
+        for (i, obs), decision in zip(waiting, decisions, strict=True):
+            episodes[i].submit(obs.seat, decision, agent.name)
+            if episodes[i].ready:
+                episodes[i].step()
+        for i in live:
+            if episodes[i].error is None and len(_state(episodes[i]).lines) < 2:
+                corrections[i] += 1
+        live = [i for i in live if not _answered(episodes[i])]
+    answers, errors = [], []
+    for episode, (rule, rule_share), fixes in zip(episodes, rules, corrections, strict=True):
+        if episode.error is not None:
+            errors.append(episode.error)
+            continue
+        episode.meta.update(rule=rule, rule_share=list(rule_share))
+        answers.append(_scored(episode, rule, rule_share, fixes))
+    traces = tuple(e.trace() for e in episodes)
+    return ClaimProbe(agent.name, kind, tuple(answers), tuple(errors), traces)
+
+
+def _state(episode: Episode) -> DondState:
+    return cast(DondState, episode.state)
+
+
+def _answered(episode: Episode) -> bool:
+    return episode.done or len(_state(episode).lines) >= 2
+
+
+def _open(episode: Episode, partner: DrillPartner) -> tuple[str, Items]:
+    """Plays the claimant's opening; returns the rule's answer to it and the share it keeps."""
+    (opening,) = episode.waiting()
+    episode.submit(opening.seat, partner.act([opening])[0], partner.name)
+    episode.step()
+    (probed,) = episode.waiting()
+    turn = partner.choose(probed.view, random.Random(probed.seed))
+    text = cast(Say, turn).text
+    claim = cast(Items, claim_in(cast(Say, _state(episode).lines[0][1]).text))
+    rule, share = read_answer(text, claim, probed.view.counts)
+    return rule, cast(Items, share)
+
+
+def _scored(episode: Episode, rule: str, rule_share: Items, corrections: int) -> ProbeAnswer:
+    """Reads the probed seat's accepted answer (an episode aborted by refusals reads "other")."""
+    state = _state(episode)
+    claimant, opening = state.lines[0]
+    claim = cast(Items, claim_in(cast(Say, opening).text))
+    seat = 1 - claimant
+    answer: str
+    share: Items | None
+    checked = False
+    if len(state.lines) < 2:
+        answer, share = "other", None
+    elif isinstance(turn := state.lines[1][1], Propose):
+        answer, share = "proposal", None
+    else:
+        text = cast(Say, turn).text
+        answer, share = read_answer(text, claim, state.context.counts)
+        stated = state.context.values[claimant]
+        checked = joint_check(state.context.values[seat], stated) in text
+    best = share is not None and _joint_best(share, state, seat)
+    return ProbeAnswer(rule, rule_share, answer, share, best, checked, corrections)
+
+
+def summary_rows(probes: Sequence[ClaimProbe]) -> list[dict[str, object]]:
+    """One JSON-ready row per probe set: the confusion counts and the rates."""
+    rows = []
+    for probe in probes:
+        rate, se = probe.agreement()
+        as_rule, rule_counters = probe.counters_as_rule()
+        best, kept = probe.joint_best()
+        rows.append(
+            {
+                "agent": probe.agent,
+                "kind": probe.kind,
+                "probes": len(probe.answers),
+                "failed": len(probe.errors),
+                "counts": {rule: dict(c) for rule, c in probe.counts().items()},
+                "agreement": rate,
+                "agreement_se": se,
+                "counters_as_rule": as_rule,
+                "rule_counters": rule_counters,
+                "joint_best": best,
+                "kept_shares": kept,
+                "checked": sum(a.checked for a in probe.answers),
+                "corrections": sum(a.corrections for a in probe.answers),
+            }
+        )
+    return rows

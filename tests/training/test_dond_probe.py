@@ -1,0 +1,165 @@
+"""The claim probe: the drills' own rules answer as the rule in every probe; a seat that accepts
+everything deals wherever the rule counter-claims; refused and failed answers are never read as
+a decision."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+from stratagem.agent import Decision, Strategy
+from stratagem.errors import ConfigError
+from stratagem.games import get_game
+from stratagem.games.dond import Context, Invalid, Propose
+from stratagem.strategies.dond_talk import claim_text, deal_text
+from stratagem.training.drills.dond import DrillPartner, JointDrillPartner, RefusingDrillPartner
+from stratagem.training.drills.dond_probe import claim_probe, read_answer
+from stratagem.training.selfplay_data import split_contexts
+
+N = 40
+
+
+def test_the_joint_rule_answers_as_itself_and_keeps_a_joint_best_share_every_time():
+    probe = claim_probe(JointDrillPartner(), "joint", N, seed=3)
+    counts = probe.counts()
+    assert probe.agreement() == (1.0, 0.0)
+    assert counts["deal"]["deal"] + counts["counter"]["counter"] == N
+    assert counts["counter"]["counter"] > N // 2  # a random claim is rarely joint-best
+    assert probe.counters_as_rule() == (counts["counter"]["counter"],) * 2
+    assert probe.joint_best() == (N, N)
+    assert sum(a.checked for a in probe.answers) == 0  # no check without --drills-check
+
+
+def test_the_checked_joint_rule_writes_its_check_before_every_answer():
+    probe = claim_probe(JointDrillPartner(check=True), "joint", N, seed=3)
+    assert probe.agreement() == (1.0, 0.0)
+    assert sum(a.checked for a in probe.answers) == N
+
+
+def test_the_refusal_rule_answers_as_itself():
+    probe = claim_probe(RefusingDrillPartner(), "refuse", N, seed=5)
+    assert probe.agreement() == (1.0, 0.0)
+    as_rule, counters = probe.counters_as_rule()
+    assert as_rule == counters > 0
+
+
+def test_a_seat_that_accepts_everything_deals_wherever_the_rule_counter_claims():
+    rule = claim_probe(RefusingDrillPartner(), "refuse", N, seed=5)
+    naive = claim_probe(DrillPartner(), "refuse", N, seed=5)
+    refusals = rule.counts()["counter"]["counter"]
+    assert naive.counts()["counter"] == {"deal": refusals}
+    assert naive.counts()["deal"] == {"deal": N - refusals}
+    assert naive.agreement()[0] == pytest.approx((N - refusals) / N)
+    assert naive.counters_as_rule() == (0, 0)
+
+
+def test_probes_use_held_out_contexts_with_the_drill_claimant_speaking_first():
+    probe = claim_probe(JointDrillPartner(), "joint", 12, seed=9)
+    held_out = set(split_contexts(get_game("dond").contexts, 9).held_out)
+    for trace in probe.traces:
+        assert Context.from_dict(trace.scenario) in held_out
+        claimant = trace.decisions[0].seat
+        assert trace.agents[claimant] == "DrillPartner"
+        assert [d.seat for d in trace.decisions] == [claimant, 1 - claimant]  # stops there
+        assert trace.meta["rule"] in ("deal", "counter") and len(trace.meta["rule_share"]) == 3
+
+
+class Garbled:
+    """Every answer is refused by the game."""
+
+    name = "garbled"
+
+    def act(self, batch):
+        return [Decision(Invalid("no action found"), text="???") for _ in batch]
+
+
+class Failing:
+    """Every model call gives up."""
+
+    name = "failing"
+
+    def act(self, batch):
+        return [Decision(Invalid("no answer"), error="timeout: no reply in 60 s") for _ in batch]
+
+
+@dataclass(frozen=True)
+class Proposer(Strategy):
+    """Proposes to keep nothing at once."""
+
+    game = "dond"
+
+    def choose(self, view, rng):
+        return Propose((0, 0, 0))
+
+
+def test_refused_answers_are_asked_again_and_an_aborted_probe_reads_other():
+    probe = claim_probe(Garbled(), "refuse", 6, seed=1)
+    assert [a.answer for a in probe.answers] == ["other"] * 6
+    assert [a.corrections for a in probe.answers] == [5] * 6  # five refusals abort a game
+    assert probe.agreement() == (0.0, 0.0)
+
+
+def test_a_failed_model_call_is_never_read_as_an_answer():
+    probe = claim_probe(Failing(), "joint", 4, seed=1)
+    assert probe.answers == () and probe.errors == ("timeout: no reply in 60 s",) * 4
+    assert math.isnan(probe.agreement()[0])
+
+
+def test_a_proposal_is_read_as_a_proposal():
+    probe = claim_probe(Proposer(), "joint", 4, seed=1)
+    assert [a.answer for a in probe.answers] == ["proposal"] * 4
+
+
+def test_answers_are_read_as_the_negotiators_read_them():
+    counts, claim = (2, 2, 1), (1, 2, 0)
+    assert read_answer(deal_text(claim, (1, 0, 1)), claim, counts) == ("deal", (1, 0, 1))
+    assert read_answer(deal_text((0, 2, 0), (2, 0, 1)), claim, counts) == ("other", None)
+    assert read_answer(claim_text((2, 0, 1), (0, 2, 0), 1), claim, counts) == ("counter", (2, 0, 1))
+    assert read_answer(claim_text((3, 0, 1), (0, 2, 0)), claim, counts) == ("other", None)
+    assert read_answer("Sounds good to me!", claim, counts) == ("other", None)
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ConfigError, match="kind"):
+        claim_probe(JointDrillPartner(), "coop", 4)
+    with pytest.raises(ConfigError, match="at least one"):
+        claim_probe(JointDrillPartner(), "joint", 0)
+
+
+def _stratagem(tmp_path, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "stratagem.cli.main", "claim-probe", *args],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+
+
+def test_the_command_writes_the_probes_and_refuses_a_bad_kind(tmp_path):
+    r = _stratagem(tmp_path, "--agent", "strategy:Cooperative", "--probes", "8", "-o", "out")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads((tmp_path / "out/probes.json").read_text())
+    assert [(row["kind"], row["probes"], row["failed"]) for row in rows] == [
+        ("refuse", 8, 0),
+        ("joint", 8, 0),
+    ]
+    assert rows[1]["joint_best"] == rows[1]["kept_shares"] == 8  # λ = 1: it keeps joint-best
+    assert (tmp_path / "out/probes.png").stat().st_size > 0
+    traces = [json.loads(line) for line in (tmp_path / "out/traces.jsonl").open()]
+    assert [t["meta"]["probe"] for t in traces] == ["refuse"] * 8 + ["joint"] * 8
+    bad = _stratagem(tmp_path, "--agent", "strategy:Cooperative", "--kind", "coop")
+    assert bad.returncode == 2 and "--kind must be" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_the_command_writes_nothing_when_the_model_cannot_be_reached(tmp_path):
+    r = _stratagem(
+        tmp_path, "--agent", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
+        "--max-retries", "0", "--probes", "2", "-o", "out",
+    )  # fmt: skip
+    assert r.returncode == 1 and "failed" in r.stderr and "nothing written" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "out").exists()
