@@ -229,8 +229,44 @@ def test_checked_joint_drills_write_the_check_first_in_both_answers_and_keep_the
     assert deals > 5 and counters > 100  # both answers carry the check
 
 
-def test_the_check_is_for_joint_drills_only():
-    with pytest.raises(ConfigError, match="--drills-check is for joint drills"):
+REFUSAL_CHECK = re.compile(
+    r"^\[message\] My best: (\w+(?: and \w+)*), (\d+) each\. Left to me: (\d+), so I (\w+)\. "
+)
+
+
+def test_checked_refusal_drills_write_the_check_first_in_both_branches_and_keep_the_divisions():
+    checked = list(drills("dond", 400, seed=5, refuse=True, check=True))
+    plain = list(drills("dond", 400, seed=5, refuse=True))
+    decided = {"deal": 0, "refuse": 0}
+    ties = 0
+    pairs = zip(checked[::2], checked[1::2], plain[::2], plain[1::2], strict=True)
+    for claimant, accepter, plain_claimant, same in pairs:
+        counts = tuple(map(int, POOL.search(accepter.messages[0]["content"]).groups()))
+        values = tuple(map(int, VALUES.search(accepter.messages[0]["content"]).groups()))
+        offered = complement(counts, claim_in(claimant.messages[2]["content"]))
+        answer = accepter.messages[2]["content"]
+        named, value, left, verdict = REFUSAL_CHECK.match(answer).groups()
+        best = [i for i, v in enumerate(values) if v == max(values)]
+        assert [ITEM[item] for item in named.split(" and ")] == best
+        ties += len(best) > 1
+        assert int(value) == max(values)
+        assert int(left) == sum(offered[i] for i in best)
+        assert verdict == ("deal" if int(left) else "refuse")
+        assert "most, and that leaves me none" not in answer  # the check replaces that line
+        plain_answer = same.messages[2]["content"]
+        assert (claim_in(answer), deal_in(answer)) == (
+            claim_in(plain_answer),
+            deal_in(plain_answer),
+        )
+        assert (deal_in(answer) is not None) == (verdict == "deal")
+        assert (claimant.score, accepter.score) == (plain_claimant.score, same.score)
+        assert claimant.messages[2] == plain_claimant.messages[2]
+        decided[verdict] += 1
+    assert decided["deal"] > 60 and decided["refuse"] > 40 and ties > 5
+
+
+def test_the_check_is_for_joint_or_refusal_drills_only():
+    with pytest.raises(ConfigError, match="--drills-check is for joint or refusal drills"):
         drills("dond", 4, seed=1, check=True)
     with pytest.raises(ConfigError, match="--drills-check is for --game dond"):
         drills("bargaining", 4, seed=1, check=True)

@@ -46,6 +46,10 @@ def test_the_refusal_rule_answers_as_itself():
     assert probe.agreement() == (1.0, 0.0)
     as_rule, counters = probe.counters_as_rule()
     assert as_rule == counters > 0
+    assert sum(a.checked for a in probe.answers) == 0
+    checked = claim_probe(RefusingDrillPartner(check=True), "refuse", N, seed=5)
+    assert checked.agreement() == (1.0, 0.0)
+    assert sum(a.checked for a in checked.answers) == N
 
 
 def test_a_seat_that_accepts_everything_deals_wherever_the_rule_counter_claims():

@@ -85,10 +85,9 @@ def _table(probe: ClaimProbe) -> Table:
     caption = (
         f"decides as the rule {rate:.2f} ± {se:.2f} · counter-claims keeping the rule's share "
         f"{as_rule} of {rule_counters} · kept shares joint-best {best} of {kept} · "
-        f"corrections {sum(a.corrections for a in probe.answers)}"
+        f"corrections {sum(a.corrections for a in probe.answers)} · writes the rule's check "
+        f"exactly {sum(a.checked for a in probe.answers)}"
     )
-    if probe.kind == "joint":
-        caption += f" · writes the check exactly {sum(a.checked for a in probe.answers)}"
     table.caption = caption
     return table
 

@@ -26,7 +26,11 @@ offered plus half of those units (at least one); the claimant deals on the count
 both propose. Five turns, inside the same cap. The check needs no arithmetic: one comparison of
 three values and one count read from the claim. A refused game is kept only when the counter-
 claim leaves the claimant something it values and no two items share the accepter's top value
-(so the named item is the one it values most); the rest are drawn again.
+(so the named item is the one it values most); the rest are drawn again. With ``check``
+(``--drills-check``) the first answer writes the check before it deals or refuses, in both
+branches — its best item type and value per unit, then how many units of it the claim leaves
+("My best: hats, 4 each. Left to me: 0, so I refuse."; tied top types are named together and
+their units counted together) — in place of the refusal's naming line.
 
 Joint drills (``joint``, ``gen-sft --drills-joint``) teach the value talk that λ = 1 needs: a
 division better for both can only be found by a seat that knows both seats' values. The
@@ -112,11 +116,24 @@ class DrillPartner(Negotiator):
         return Say(claim_text(share, complement(whole, share), wording))
 
 
+def refusal_check(values: Items, offered: Items) -> str:
+    """The refusal drills' written check: the item types of highest value per unit, that value,
+    and how many of their units ``offered`` holds, then the decision ("My best: hats, 4 each.
+    Left to me: 0, so I refuse.")."""
+    top = max(values)
+    best = [i for i, v in enumerate(values) if v == top]
+    left = sum(offered[i] for i in best)
+    named = " and ".join(ITEMS[i] for i in best)
+    return f"My best: {named}, {top} each. Left to me: {left}, so I {'deal' if left else 'refuse'}."
+
+
 @dataclass(frozen=True)
 class RefusingDrillPartner(DrillPartner):
     """``DrillPartner``, except that answering the opening claim it refuses one that leaves it
     no unit of the item it values most, with a counter-claim (module docstring); the claimant
     accepts the counter-claim."""
+
+    check: bool = False  # the first answer writes the check before it deals or refuses
 
     stream: ClassVar[str] = "refusal-drills"
 
@@ -148,9 +165,20 @@ class RefusingDrillPartner(DrillPartner):
         return cast(Items, tuple(wanted))
 
     def preambles(self, view: DondView) -> tuple[str, ...]:
-        """Names the item valued most, and that the claim leaves none of it."""
+        """Names the item valued most, and that the claim leaves none of it; with ``check``,
+        the check instead."""
+        if self.check:
+            return (self.check_text(view),)
         item = ITEMS[best_type(view)]
         return (f"I value the {item} most, and that leaves me none.",)
+
+    def check_text(self, view: DondView) -> str:
+        """The check of the opening claim this seat answers."""
+        return refusal_check(view.values, complement(view.counts, cast(Items, their_claim(view))))
+
+    def choose(self, view: DondView, rng: random.Random) -> Turn:
+        """The protocol's turn; with ``check``, a deal on the opening claim starts with it."""
+        return _checked(self, view, super().choose(view, rng))
 
 
 def joint_check(mine: Items, theirs: Items) -> str:
@@ -198,9 +226,13 @@ class JointDrillPartner(DrillPartner):
         """Its values, stated openly, in the negotiators' wordings that do not ask for the
         other's values (the claimant stated them); with ``check``, the check instead."""
         if self.check:
-            theirs = cast(Items, tuple(round(v) for v in inferred_values(view)))
-            return (joint_check(view.values, theirs),)
+            return (self.check_text(view),)
         return tuple(values_text(view.values, i) for i, w in enumerate(VALUES) if "?" not in w)
+
+    def check_text(self, view: DondView) -> str:
+        """The check of the opening claim this seat answers (the values the claimant stated)."""
+        theirs = cast(Items, tuple(round(v) for v in inferred_values(view)))
+        return joint_check(view.values, theirs)
 
     def choose(self, view: DondView, rng: random.Random) -> Turn:
         """Opening: its values, then a random claim; a deal with ``check``: the check, then the
@@ -209,10 +241,16 @@ class JointDrillPartner(DrillPartner):
         if not view.dialogue:
             stated = values_text(view.values, rng.randrange(len(VALUES)))
             return Say(f"{stated} {cast(Say, turn).text}")
-        if self.check and isinstance(turn, Say) and not view.my_messages():
-            if deal_in(turn.text) is not None:  # a counter-claim carries the check already
-                return Say(f"{self.preambles(view)[0]} {turn.text}")
-        return turn
+        return _checked(self, view, turn)
+
+
+def _checked(partner: RefusingDrillPartner | JointDrillPartner, view: DondView, turn: Turn) -> Turn:
+    """``turn``, with the partner's check before it when it deals on the opening claim with
+    ``check`` on (a counter-claim carries the check already, as its preamble)."""
+    if partner.check and isinstance(turn, Say) and view.dialogue and not view.my_messages():
+        if deal_in(turn.text) is not None:
+            return Say(f"{partner.check_text(view)} {turn.text}")
+    return turn
 
 
 OPTIONS = ("refuse", "joint", "check")  # the DrillSettings these drills take
@@ -223,21 +261,23 @@ def drills(
 ) -> Iterator[Chat]:
     """Returns ``n`` perspective drills (chats), deterministic in ``seed``: two per drill game,
     the claimant's first; with ``refuse``, refusal drills; with ``joint``, joint drills, whose
-    first answer writes its check with ``check`` (module docstring).
+    first answer writes its check with ``check`` (joint or refusal drills; module docstring).
 
     Raises:
         ConfigError: both ``refuse`` and ``joint`` (two kinds of answer to the opening claim), or
-            ``check`` without ``joint``.
+            ``check`` without either.
     """
-    if check and not joint:
-        raise ConfigError("--drills-check is for joint drills: add --drills-joint")
+    if check and not (joint or refuse):
+        raise ConfigError(
+            "--drills-check is for joint or refusal drills: add --drills-joint or --drills-refuse"
+        )
     if refuse and joint:
         raise ConfigError(
             "--drills-refuse and --drills-joint are two kinds of dond drills; pick one"
         )
-    partner = (
-        JointDrillPartner(check) if joint else RefusingDrillPartner() if refuse else DrillPartner()
-    )
+    partner: DrillPartner = DrillPartner()
+    if joint or refuse:
+        partner = JointDrillPartner(check) if joint else RefusingDrillPartner(check)
     return _drill_chats(n, seed, partner)
 
 

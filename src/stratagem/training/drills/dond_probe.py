@@ -17,8 +17,8 @@ of the drills' rule on the same view:
 
 Every answer's kept share (the claim's rest on a deal, the share claimed on a counter-claim) is
 also scored on its own: *joint-best* when no division is worth more to both seats together under
-their true values; and whether the answer wrote the joint check exactly (``--drills-check``'s
-"Books: 3 to me, 0 to you, so mine. …").
+their true values; and whether the answer wrote the rule's check exactly (``--drills-check``'s
+"Books: 3 to me, 0 to you, so mine. …" or "My best: hats, 4 each. Left to me: 0, so I refuse.").
 
 Contexts are the held-out side of ``split_contexts(contexts, seed)`` — the contexts ``train
 selfplay --seed S`` evaluates on, for S = ``seed``; probe ``i``'s episode seed is
@@ -50,10 +50,8 @@ from stratagem.trace import Trace
 from stratagem.training.drills.dond import (
     MAX_TURNS,
     NAME,
-    DrillPartner,
     JointDrillPartner,
     RefusingDrillPartner,
-    joint_check,
 )
 from stratagem.training.selfplay_data import split_contexts
 
@@ -72,7 +70,7 @@ class ProbeAnswer:
     answer: str  # one of ANSWERS
     share: Items | None  # the share the answer keeps for its seat (deal or counter-claim)
     joint_best: bool  # ``share`` is a division of highest joint value (both true values)
-    checked: bool  # the answer writes the joint check exactly
+    checked: bool  # the answer writes the rule's check exactly
     corrections: int  # answers the game refused before the one read
 
 
@@ -152,7 +150,7 @@ def claim_probe(agent: Agent, kind: str, n: int, *, seed: int = 0) -> ClaimProbe
         raise ConfigError(f"claim probe: kind must be one of {sorted(KINDS)}, not {kind!r}")
     if n < 1:
         raise ConfigError("claim probe: probe at least one claim")
-    partner: DrillPartner = JointDrillPartner() if kind == "joint" else RefusingDrillPartner()
+    partner = JointDrillPartner() if kind == "joint" else RefusingDrillPartner()
     game = cast(Game, get_game("dond", lam=KINDS[kind], max_turns=MAX_TURNS))
     split = split_contexts(game.contexts, seed)  # type: ignore[attr-defined]
     episodes = []
@@ -179,12 +177,12 @@ def claim_probe(agent: Agent, kind: str, n: int, *, seed: int = 0) -> ClaimProbe
                 corrections[i] += 1
         live = [i for i in live if not _answered(episodes[i])]
     answers, errors = [], []
-    for episode, (rule, rule_share), fixes in zip(episodes, rules, corrections, strict=True):
+    for episode, (rule, rule_share, check), fixes in zip(episodes, rules, corrections, strict=True):
         if episode.error is not None:
             errors.append(episode.error)
             continue
         episode.meta.update(rule=rule, rule_share=list(rule_share))
-        answers.append(_scored(episode, rule, rule_share, fixes))
+        answers.append(_scored(episode, rule, rule_share, check, fixes))
     traces = tuple(e.trace() for e in episodes)
     return ClaimProbe(agent.name, kind, tuple(answers), tuple(errors), traces)
 
@@ -197,8 +195,11 @@ def _answered(episode: Episode) -> bool:
     return episode.done or len(_state(episode).lines) >= 2
 
 
-def _open(episode: Episode, partner: DrillPartner) -> tuple[str, Items]:
-    """Plays the claimant's opening; returns the rule's answer to it and the share it keeps."""
+def _open(
+    episode: Episode, partner: JointDrillPartner | RefusingDrillPartner
+) -> tuple[str, Items, str]:
+    """Plays the claimant's opening; returns the rule's answer to it, the share it keeps and the
+    rule's check."""
     (opening,) = episode.waiting()
     episode.submit(opening.seat, partner.act([opening])[0], partner.name)
     episode.step()
@@ -207,10 +208,12 @@ def _open(episode: Episode, partner: DrillPartner) -> tuple[str, Items]:
     text = cast(Say, turn).text
     claim = cast(Items, claim_in(cast(Say, _state(episode).lines[0][1]).text))
     rule, share = read_answer(text, claim, probed.view.counts)
-    return rule, cast(Items, share)
+    return rule, cast(Items, share), partner.check_text(probed.view)
 
 
-def _scored(episode: Episode, rule: str, rule_share: Items, corrections: int) -> ProbeAnswer:
+def _scored(
+    episode: Episode, rule: str, rule_share: Items, check: str, corrections: int
+) -> ProbeAnswer:
     """Reads the probed seat's accepted answer (an episode aborted by refusals reads "other")."""
     state = _state(episode)
     claimant, opening = state.lines[0]
@@ -226,8 +229,7 @@ def _scored(episode: Episode, rule: str, rule_share: Items, corrections: int) ->
     else:
         text = cast(Say, turn).text
         answer, share = read_answer(text, claim, state.context.counts)
-        stated = state.context.values[claimant]
-        checked = joint_check(state.context.values[seat], stated) in text
+        checked = check in text
     best = share is not None and _joint_best(share, state, seat)
     return ProbeAnswer(rule, rule_share, answer, share, best, checked, corrections)
 

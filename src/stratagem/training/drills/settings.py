@@ -38,7 +38,8 @@ class DrillSettings:
     """Dond drills under λ = 1 in which both seats state their values and the accepter deals
     only on a joint-best claim, else counter-claims the joint-best division."""
     drills_check: bool = False
-    """Joint drills whose accepter first writes, per item type, both values and whose it is."""
+    """Joint or refusal drills whose accepter first writes its check: per item type both values
+    and whose it is (joint), or its best item and how many units the claim leaves it (refusal)."""
 
     @staticmethod
     def option_defaults() -> dict[str, Any]:
