@@ -30,8 +30,9 @@ class ClaimProbeConfig(AgentSettings):
     deal only on a joint-best claim) or both."""
     probes: NonNegative = 48
     """Claims to answer per rule."""
-    seed: int = opt(0, "-s")
-    """Seed of the held-out contexts (train selfplay's with the same seed) and of the claims."""
+    seed: int = opt(42, "-s")
+    """Seed of the held-out contexts (train selfplay's with the same seed, 42 by default) and of
+    the claims."""
     out: str | None = opt(None, "-o")
     """Folder for probes.json, probes.png and traces.jsonl (none: print only)."""
 
