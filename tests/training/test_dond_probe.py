@@ -33,6 +33,9 @@ def test_the_joint_rule_answers_as_itself_and_keeps_a_joint_best_share_every_tim
     assert probe.counters_as_rule() == (counts["counter"]["counter"],) * 2
     assert probe.joint_best() == (N, N)
     assert sum(a.checked for a in probe.answers) == 0  # no check without --drills-check
+    # a random share is joint-best about one time in ten: the rate a guessing seat would have
+    assert 0.05 < probe.chance() < 0.2
+    assert all(0 < a.chance <= 1 for a in probe.answers)  # 1 where both value alike
 
 
 def test_the_checked_joint_rule_writes_its_check_before_every_answer():

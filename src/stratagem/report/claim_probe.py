@@ -85,7 +85,8 @@ def _table(probe: ClaimProbe) -> Table:
     best, kept = probe.joint_best()
     caption = (
         f"decides as the rule {rate:.2f} ± {se:.2f} · counter-claims keeping the rule's share "
-        f"{as_rule} of {rule_counters} · kept shares joint-best {best} of {kept} · "
+        f"{as_rule} of {rule_counters} · kept shares joint-best {best} of {kept} (by chance "
+        f"{probe.chance():.2f}) · "
         f"corrections {sum(a.corrections for a in probe.answers)} · writes the rule's check "
         f"exactly {sum(a.checked for a in probe.answers)}"
     )

@@ -17,8 +17,10 @@ of the drills' rule on the same view:
 
 Every answer's kept share (the claim's rest on a deal, the share claimed on a counter-claim) is
 also scored on its own: *joint-best* when no division is worth more to both seats together under
-their true values; and whether the answer wrote the rule's check exactly (``--drills-check``'s
-"Books: 3 to me, 0 to you, so mine. …" or "My best: hats, 4 each. Left to me: 0, so I refuse.").
+their true values (beside *chance*: the share of the pool's divisions that are joint-best, the
+rate of a share drawn at random); and whether the answer wrote the rule's check exactly
+(``--drills-check``'s "Books: 3 to me, 0 to you, so mine. …" or "My best: hats, 4 each. Left to
+me: 0, so I refuse.").
 
 Contexts are the held-out side of ``split_contexts(contexts, seed)`` — the contexts ``train
 selfplay --seed S`` evaluates on, for S = ``seed``; probe ``i``'s episode seed is
@@ -70,6 +72,7 @@ class ProbeAnswer:
     answer: str  # one of ANSWERS
     share: Items | None  # the share the answer keeps for its seat (deal or counter-claim)
     joint_best: bool  # ``share`` is a division of highest joint value (both true values)
+    chance: float  # the share of the pool's divisions that are joint-best
     checked: bool  # the answer writes the rule's check exactly
     corrections: int  # answers the game refused before the one read
 
@@ -107,6 +110,12 @@ class ClaimProbe:
         kept = [a for a in self.answers if a.share is not None]
         return sum(a.joint_best for a in kept), len(kept)
 
+    def chance(self) -> float:
+        """The joint-best rate a share drawn at random would have on the answers that keep one
+        (nan without any)."""
+        kept = [a.chance for a in self.answers if a.share is not None]
+        return sum(kept) / len(kept) if kept else math.nan
+
 
 def _rate(k: int, n: int) -> tuple[float, float]:
     if not n:
@@ -128,15 +137,13 @@ def read_answer(text: str, claim: Items, counts: Items) -> tuple[str, Items | No
     return "counter", share
 
 
-def _joint_best(share: Items, state: DondState, seat: int) -> bool:
-    """Whether keeping ``share`` leaves a division of highest joint value (true values)."""
-    values = state.context.values
-    counts = state.context.counts
-
-    def joint(s: Items) -> int:
-        return score(values[seat], s) + score(values[1 - seat], complement(counts, s))
-
-    return joint(share) == max(joint(s) for s in divisions(counts))
+def _joint_values(state: DondState, seat: int) -> dict[Items, int]:
+    """Each share ``seat`` may keep -> the joint value of the division (both true values)."""
+    values, counts = state.context.values, state.context.counts
+    return {
+        s: score(values[seat], s) + score(values[1 - seat], complement(counts, s))
+        for s in divisions(counts)
+    }
 
 
 def claim_probe(agent: Agent, kind: str, n: int, *, seed: int = 0) -> ClaimProbe:
@@ -230,8 +237,11 @@ def _scored(
         text = cast(Say, turn).text
         answer, share = read_answer(text, claim, state.context.counts)
         checked = check in text
-    best = share is not None and _joint_best(share, state, seat)
-    return ProbeAnswer(rule, rule_share, answer, share, best, checked, corrections)
+    joint = _joint_values(state, seat)
+    top = max(joint.values())
+    best = share is not None and joint[share] == top
+    chance = sum(v == top for v in joint.values()) / len(joint)
+    return ProbeAnswer(rule, rule_share, answer, share, best, chance, checked, corrections)
 
 
 def summary_rows(probes: Sequence[ClaimProbe]) -> list[dict[str, object]]:
@@ -254,6 +264,7 @@ def summary_rows(probes: Sequence[ClaimProbe]) -> list[dict[str, object]]:
                 "rule_counters": rule_counters,
                 "joint_best": best,
                 "kept_shares": kept,
+                "joint_best_by_chance": probe.chance(),
                 "checked": sum(a.checked for a in probe.answers),
                 "corrections": sum(a.corrections for a in probe.answers),
             }
