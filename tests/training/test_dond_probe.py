@@ -18,6 +18,7 @@ from stratagem.games import get_game
 from stratagem.games.dond import Context, Invalid, Propose
 from stratagem.strategies.dond_talk import claim_text, deal_text
 from stratagem.training.drills.dond import DrillPartner, JointDrillPartner, RefusingDrillPartner
+from stratagem.training.drills.dond_checks import CheckSteps, joint_steps, refusal_steps
 from stratagem.training.drills.dond_probe import claim_probe, read_answer
 from stratagem.training.selfplay_data import split_contexts
 
@@ -170,3 +171,38 @@ def test_the_command_writes_nothing_when_the_model_cannot_be_reached(tmp_path):
     assert r.returncode == 1 and "failed" in r.stderr and "nothing written" in r.stderr
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("partner", "kind"),
+    [(JointDrillPartner(check=True), "joint"), (RefusingDrillPartner(check=True), "refuse")],
+)
+def test_the_rules_own_checks_are_right_at_every_step(partner, kind):
+    steps = claim_probe(partner, kind, N, seed=3).steps()
+    per_answer = 3 if kind == "joint" else 1  # a joint check has one clause per item type
+    assert steps.copied == steps.compared == (N * per_answer,) * 2
+    right, scored = steps.followed
+    assert right == scored > N // 2  # items marked mine/yours in a kept share; every refusal check
+
+
+def test_each_step_of_a_check_is_scored_against_what_was_written_before_it():
+    values, stated, counts = (3, 0, 2), (0, 5, 1), (2, 2, 2)
+    right = "Books: 3 to me, 0 to you, so mine. Hats: 0 to me, 5 to you, so yours. "
+    assert joint_steps(right + "Balls: 2 to me, 1 to you, so mine.", values, stated, counts,
+                       (2, 0, 2)) == CheckSteps((3, 3), (3, 3), (3, 3))  # fmt: skip
+    # a miscopied value whose word fits it; a word that does not fit; a share that ignores a word
+    wrong = "Books: 3 to me, 4 to you, so yours. Hats: 0 to me, 5 to you, so mine. "
+    assert joint_steps(wrong + "Balls: 2 to me, 1 to you, so mine.", values, stated, counts,
+                       (0, 2, 0)) == CheckSteps((2, 3), (2, 3), (2, 3))  # fmt: skip
+    assert joint_steps("Deal.", values, stated, counts, None) == CheckSteps()
+    # refusal: best item hats (5 each), the claim leaves it 1 hat
+    assert refusal_steps("My best: hats, 5 each. Left to me: 1, so I deal. Deal: …", (0, 5, 0),
+                         (1, 1, 0), dealt=True) == CheckSteps((1, 1), (1, 1), (1, 1))  # fmt: skip
+    wrong = "My best: books, 5 each. Left to me: 1, so I refuse. You get …"
+    assert refusal_steps(wrong, (0, 5, 0), (1, 1, 0), dealt=True) == CheckSteps(
+        (0, 1), (0, 1), (0, 1)
+    )
+    tied = "My best: books and hats, 4 each. Left to me: 0, so I refuse."
+    assert refusal_steps(tied, (4, 4, 1), (0, 0, 2), dealt=False) == CheckSteps(
+        (1, 1), (1, 1), (1, 1)
+    )

@@ -90,6 +90,14 @@ def _table(probe: ClaimProbe) -> Table:
         f"corrections {sum(a.corrections for a in probe.answers)} · writes the rule's check "
         f"exactly {sum(a.checked for a in probe.answers)}"
     )
+    steps = probe.steps()
+    if steps.copied[1]:  # a check was written: where it goes wrong
+        caption += " · check steps right: " + ", ".join(
+            f"{name} {k} of {n}"
+            for name, (k, n) in zip(
+                ("copied", "compared", "followed"), dataclasses.astuple(steps), strict=True
+            )
+        )
     table.caption = caption
     return table
 

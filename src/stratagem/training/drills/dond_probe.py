@@ -28,11 +28,13 @@ selfplay --seed S`` evaluates on, for S = ``seed``; probe ``i``'s episode seed i
 the game refuses is asked again, as in a game, and the answer it accepts is the one read (the
 corrections are counted). Probes whose model call failed are counted apart, never read as an
 answer. Each probe episode stops after the probed answer; its trace is kept, its ``meta`` naming
-the rule's answer and share.
+the rule's answer and share. A written check is also read back step by step — numbers copied,
+compared, followed (``dond_checks``) — so a wrong decision can be placed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from collections import Counter
@@ -55,6 +57,7 @@ from stratagem.training.drills.dond import (
     JointDrillPartner,
     RefusingDrillPartner,
 )
+from stratagem.training.drills.dond_checks import CheckSteps, joint_steps, refusal_steps
 from stratagem.training.selfplay_data import split_contexts
 
 __all__ = ["ANSWERS", "KINDS", "ClaimProbe", "ProbeAnswer", "claim_probe", "read_answer"]
@@ -75,6 +78,7 @@ class ProbeAnswer:
     chance: float  # the share of the pool's divisions that are joint-best
     checked: bool  # the answer writes the rule's check exactly
     corrections: int  # answers the game refused before the one read
+    steps: CheckSteps = CheckSteps()  # its written check, step by step (``dond_checks``)
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,10 @@ class ClaimProbe:
         """(answers whose kept share is joint-best, answers that keep a share)."""
         kept = [a for a in self.answers if a.share is not None]
         return sum(a.joint_best for a in kept), len(kept)
+
+    def steps(self) -> CheckSteps:
+        """Every answer's check steps, summed (``dond_checks``)."""
+        return sum((a.steps for a in self.answers), CheckSteps())
 
     def chance(self) -> float:
         """The joint-best rate a share drawn at random would have on the answers that keep one
@@ -189,7 +197,7 @@ def claim_probe(agent: Agent, kind: str, n: int, *, seed: int = 0) -> ClaimProbe
             errors.append(episode.error)
             continue
         episode.meta.update(rule=rule, rule_share=list(rule_share))
-        answers.append(_scored(episode, rule, rule_share, check, fixes))
+        answers.append(_scored(episode, kind, (rule, rule_share, check), fixes))
     traces = tuple(e.trace() for e in episodes)
     return ClaimProbe(agent.name, kind, tuple(answers), tuple(errors), traces)
 
@@ -219,29 +227,36 @@ def _open(
 
 
 def _scored(
-    episode: Episode, rule: str, rule_share: Items, check: str, corrections: int
+    episode: Episode, kind: str, rule: tuple[str, Items, str], corrections: int
 ) -> ProbeAnswer:
-    """Reads the probed seat's accepted answer (an episode aborted by refusals reads "other")."""
+    """Reads the probed seat's accepted answer (an episode aborted by refusals reads "other")
+    beside ``rule``: the rule's answer, the share it keeps and its check."""
     state = _state(episode)
     claimant, opening = state.lines[0]
     claim = cast(Items, claim_in(cast(Say, opening).text))
     seat = 1 - claimant
+    counts, values = state.context.counts, state.context.values
     answer: str
     share: Items | None
-    checked = False
+    checked, steps = False, CheckSteps()
     if len(state.lines) < 2:
         answer, share = "other", None
     elif isinstance(turn := state.lines[1][1], Propose):
         answer, share = "proposal", None
     else:
         text = cast(Say, turn).text
-        answer, share = read_answer(text, claim, state.context.counts)
-        checked = check in text
+        answer, share = read_answer(text, claim, counts)
+        checked = rule[2] in text
+        if kind == "joint":  # the claimant stated its true values
+            steps = joint_steps(text, values[seat], values[claimant], counts, share)
+        else:
+            offered = complement(counts, claim)
+            steps = refusal_steps(text, values[seat], offered, answer == "deal")
     joint = _joint_values(state, seat)
     top = max(joint.values())
     best = share is not None and joint[share] == top
     chance = sum(v == top for v in joint.values()) / len(joint)
-    return ProbeAnswer(rule, rule_share, answer, share, best, chance, checked, corrections)
+    return ProbeAnswer(rule[0], rule[1], answer, share, best, chance, checked, corrections, steps)
 
 
 def summary_rows(probes: Sequence[ClaimProbe]) -> list[dict[str, object]]:
@@ -267,6 +282,7 @@ def summary_rows(probes: Sequence[ClaimProbe]) -> list[dict[str, object]]:
                 "joint_best_by_chance": probe.chance(),
                 "checked": sum(a.checked for a in probe.answers),
                 "corrections": sum(a.corrections for a in probe.answers),
+                "check_steps": dataclasses.asdict(probe.steps()),
             }
         )
     return rows
