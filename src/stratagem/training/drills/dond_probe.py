@@ -154,7 +154,7 @@ def _joint_values(state: DondState, seat: int) -> dict[Items, int]:
     }
 
 
-def claim_probe(agent: Agent, kind: str, n: int, *, seed: int = 0) -> ClaimProbe:
+def claim_probe(agent: Agent, kind: str, n: int, *, seed: int = 42) -> ClaimProbe:
     """Returns ``agent``'s answers to ``n`` opening claims under rule ``kind`` (module
     docstring). The probed seats of all probes answer in one batched call per attempt.
 
