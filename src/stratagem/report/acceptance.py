@@ -6,7 +6,6 @@ body live here, beside the report; the CLI only registers them."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,9 @@ from rich.console import Console
 from rich.table import Table
 
 from stratagem.agents.settings import AgentSettings
-from stratagem.errors import ConfigError, IncompleteRunError
+from stratagem.errors import ConfigError
 from stratagem.metrics.acceptance import MARGINS, AcceptanceCurve
+from stratagem.report.probe_folder import refuse_failed, write_probe_folder
 from stratagem.settings import NonNegative, opt
 
 console = Console()
@@ -52,8 +52,6 @@ def acceptance_command(cfg: AcceptanceConfig) -> None:
     from stratagem.agents.spec import make_agent
     from stratagem.games.bargaining import Bargaining
     from stratagem.metrics.acceptance import acceptance_curve
-    from stratagem.runs import TRACES
-    from stratagem.trace import write_traces
 
     if cfg.role not in (*ROLES, "both"):
         raise ConfigError(f"--role must be seller, buyer or both, not {cfg.role!r}")
@@ -75,21 +73,17 @@ def acceptance_command(cfg: AcceptanceConfig) -> None:
                 seed=cfg.seed,
                 deadline=cfg.deadline,
             )
-        if curve.errors:  # a failed model call is never a refusal: nothing is written
-            raise IncompleteRunError(
-                f"{len(curve.errors)} probes of {agent.name} as {role} failed "
-                f"(first: {curve.errors[0]}); nothing written, rerun to retry"
-            )
+        refuse_failed(curve.errors, f"{agent.name} as {role}")  # never read as a refusal
         curves.append(curve)
         console.print(_table(curve))
     if cfg.out is not None:
-        folder = Path(cfg.out)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "curves.json").write_text(json.dumps([_json(c) for c in curves], indent=1))
-        write_traces(folder / TRACES, (t for c in curves for t in c.traces))
-        _plot(curves, folder / "curves.png")
-        written = ", ".join(str(folder / f) for f in ("curves.json", "curves.png", TRACES))
-        console.print(f"written: {written}")
+        write_probe_folder(
+            cfg.out,
+            ("curves.json", [_json(c) for c in curves]),
+            ("curves.png", lambda path: _plot(curves, path)),
+            (t for c in curves for t in c.traces),
+            console,
+        )
 
 
 def _table(curve: AcceptanceCurve) -> Table:

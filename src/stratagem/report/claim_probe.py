@@ -6,7 +6,6 @@ answer and share). The command's settings and body live here; the CLI only regis
 from __future__ import annotations
 
 import dataclasses
-import json
 import textwrap
 from pathlib import Path
 
@@ -14,7 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from stratagem.agents.settings import AgentSettings
-from stratagem.errors import ConfigError, IncompleteRunError
+from stratagem.errors import ConfigError
+from stratagem.report.probe_folder import refuse_failed, write_probe_folder
 from stratagem.settings import NonNegative, opt
 from stratagem.training.drills.dond_probe import ANSWERS, KINDS, ClaimProbe, summary_rows
 
@@ -41,8 +41,6 @@ def claim_probe_command(cfg: ClaimProbeConfig) -> None:
     """Probe how a Deal or No Deal agent answers opening claims, beside the drills' rule."""
     from stratagem.agents.spec import make_agent
     from stratagem.games import get_game
-    from stratagem.runs import TRACES
-    from stratagem.trace import write_traces
     from stratagem.training.drills.dond_probe import claim_probe
 
     if cfg.kind not in (*KINDS, "both"):
@@ -56,21 +54,17 @@ def claim_probe_command(cfg: ClaimProbeConfig) -> None:
     for kind in kinds:
         with console.status(f"{agent.name}: {cfg.probes} claims under the {kind} rule"):
             probe = claim_probe(agent, kind, cfg.probes, seed=cfg.seed)
-        if probe.errors:  # a failed model call is never an answer: nothing is written
-            raise IncompleteRunError(
-                f"{len(probe.errors)} probes of {agent.name} ({kind}) failed "
-                f"(first: {probe.errors[0]}); nothing written, rerun to retry"
-            )
+        refuse_failed(probe.errors, f"{agent.name} ({kind})")
         probes.append(probe)
         console.print(_table(probe))
     if cfg.out is not None:
-        folder = Path(cfg.out)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "probes.json").write_text(json.dumps(summary_rows(probes), indent=1))
-        write_traces(folder / TRACES, (t for p in probes for t in p.traces))
-        _plot(probes, folder / "probes.png")
-        written = ", ".join(str(folder / f) for f in ("probes.json", "probes.png", TRACES))
-        console.print(f"written: {written}")
+        write_probe_folder(
+            cfg.out,
+            ("probes.json", summary_rows(probes)),
+            ("probes.png", lambda path: _plot(probes, path)),
+            (t for p in probes for t in p.traces),
+            console,
+        )
 
 
 def _table(probe: ClaimProbe) -> Table:
