@@ -206,3 +206,19 @@ def test_each_step_of_a_check_is_scored_against_what_was_written_before_it():
     assert refusal_steps(tied, (4, 4, 1), (0, 0, 2), dealt=False) == CheckSteps(
         (1, 1), (1, 1), (1, 1)
     )
+
+
+@pytest.mark.slow
+def test_the_embedded_model_answers_every_probe_in_batched_calls():
+    from stratagem.agents.spec import LLMOptions, make_agent
+
+    game = get_game("dond")
+    agent = make_agent("hf", game, LLMOptions(max_new_tokens=24, temperature=0.0))
+    probe = claim_probe(agent, "joint", 3, seed=42)
+    assert len(probe.answers) == 3 and probe.errors == ()
+    for answer, trace in zip(probe.answers, probe.traces, strict=True):
+        assert 0 <= answer.corrections <= 5  # five refused answers abort the probe's game
+        model_turns = [d for d in trace.decisions if d.seat != trace.decisions[0].seat]
+        # every refused answer, then the one read (none read when five refusals abort)
+        assert len(model_turns) in (answer.corrections, answer.corrections + 1) and model_turns
+        assert all(d.text for d in model_turns)  # the model's own words are kept
