@@ -40,7 +40,7 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import NamedTuple, cast
 
 from stratagem.agent import Agent
 from stratagem.episode import Episode
@@ -78,7 +78,16 @@ class ProbeAnswer:
     chance: float  # the share of the pool's divisions that are joint-best
     checked: bool  # the answer writes the rule's check exactly
     corrections: int  # answers the game refused before the one read
-    steps: CheckSteps = CheckSteps()  # its written check, step by step (``dond_checks``)
+    steps: CheckSteps  # its written check, step by step (``dond_checks``)
+
+
+class _Rule(NamedTuple):
+    """The opening claim of one probe and the drills' rule's answer to it."""
+
+    claim: Items  # the claimant's share
+    answer: str  # "deal" or "counter"
+    share: Items  # the share the rule's answer keeps
+    check: str  # the rule's written check of the claim
 
 
 @dataclass(frozen=True)
@@ -192,12 +201,12 @@ def claim_probe(agent: Agent, kind: str, n: int, *, seed: int = 42) -> ClaimProb
                 corrections[i] += 1
         live = [i for i in live if not _answered(episodes[i])]
     answers, errors = [], []
-    for episode, (rule, rule_share, check), fixes in zip(episodes, rules, corrections, strict=True):
+    for episode, rule, fixes in zip(episodes, rules, corrections, strict=True):
         if episode.error is not None:
             errors.append(episode.error)
             continue
-        episode.meta.update(rule=rule, rule_share=list(rule_share))
-        answers.append(_scored(episode, kind, (rule, rule_share, check), fixes))
+        episode.meta.update(rule=rule.answer, rule_share=list(rule.share))
+        answers.append(_scored(episode, kind, rule, fixes))
     traces = tuple(e.trace() for e in episodes)
     return ClaimProbe(agent.name, kind, tuple(answers), tuple(errors), traces)
 
@@ -210,30 +219,23 @@ def _answered(episode: Episode) -> bool:
     return episode.done or len(_state(episode).lines) >= 2
 
 
-def _open(
-    episode: Episode, partner: JointDrillPartner | RefusingDrillPartner
-) -> tuple[str, Items, str]:
-    """Plays the claimant's opening; returns the rule's answer to it, the share it keeps and the
-    rule's check."""
+def _open(episode: Episode, partner: JointDrillPartner | RefusingDrillPartner) -> _Rule:
+    """Plays the claimant's opening; returns it with the rule's answer to it."""
     (opening,) = episode.waiting()
     episode.submit(opening.seat, partner.act([opening])[0], partner.name)
     episode.step()
     (probed,) = episode.waiting()
     turn = partner.choose(probed.view, random.Random(probed.seed))
-    text = cast(Say, turn).text
     claim = cast(Items, claim_in(cast(Say, _state(episode).lines[0][1]).text))
-    rule, share = read_answer(text, claim, probed.view.counts)
-    return rule, cast(Items, share), partner.check_text(probed.view)
+    answer, share = read_answer(cast(Say, turn).text, claim, probed.view.counts)
+    return _Rule(claim, answer, cast(Items, share), partner.check_text(probed.view))
 
 
-def _scored(
-    episode: Episode, kind: str, rule: tuple[str, Items, str], corrections: int
-) -> ProbeAnswer:
+def _scored(episode: Episode, kind: str, rule: _Rule, corrections: int) -> ProbeAnswer:
     """Reads the probed seat's accepted answer (an episode aborted by refusals reads "other")
-    beside ``rule``: the rule's answer, the share it keeps and its check."""
+    beside the rule's."""
     state = _state(episode)
-    claimant, opening = state.lines[0]
-    claim = cast(Items, claim_in(cast(Say, opening).text))
+    claimant, claim = state.lines[0][0], rule.claim
     seat = 1 - claimant
     counts, values = state.context.counts, state.context.values
     answer: str
@@ -246,7 +248,7 @@ def _scored(
     else:
         text = cast(Say, turn).text
         answer, share = read_answer(text, claim, counts)
-        checked = rule[2] in text
+        checked = rule.check in text
         if kind == "joint":  # the claimant stated its true values
             steps = joint_steps(text, values[seat], values[claimant], counts, share)
         else:
@@ -256,7 +258,9 @@ def _scored(
     top = max(joint.values())
     best = share is not None and joint[share] == top
     chance = sum(v == top for v in joint.values()) / len(joint)
-    return ProbeAnswer(rule[0], rule[1], answer, share, best, chance, checked, corrections, steps)
+    return ProbeAnswer(
+        rule.answer, rule.share, answer, share, best, chance, checked, corrections, steps
+    )
 
 
 def summary_rows(probes: Sequence[ClaimProbe]) -> list[dict[str, object]]:
