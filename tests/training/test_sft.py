@@ -162,3 +162,48 @@ def test_a_staged_run_starts_from_its_adapter_merged_into_the_weights(tmp_path):
     name = next(k for k in start if "q_proj" in k)
     assert not torch.allclose(start[name], base[name], atol=1e-4)  # the first run moved it
     assert torch.allclose(staged[name], start[name], atol=1e-6)
+
+
+def _folder(path, train, test, game="dond"):
+    path.mkdir(parents=True)
+    (path / "train.jsonl").write_text("".join(json.dumps({"id": r}) + "\n" for r in train))
+    if test is not None:
+        (path / "test.jsonl").write_text("".join(json.dumps({"id": r}) + "\n" for r in test))
+    (path / "card.json").write_text(json.dumps({"per_game": {game: len(train)}}))
+    return path
+
+
+def test_several_data_folders_are_one_data_set_train_in_order_test_interleaved(tmp_path):
+    """``--data A,B``: the train rows of A then B (what concatenating the files gives), the test
+    rows one from each folder in turn, so the first eval examples hold both folders' chats."""
+    from stratagem.training.sft import read_folders
+
+    a = _folder(tmp_path / "a", ["a1", "a2", "a3"], ["at1", "at2", "at3"])
+    b = _folder(tmp_path / "b", ["b1", "b2"], ["bt1"])
+    c = _folder(tmp_path / "c", ["c1"], None)  # no test split: adds none
+    train, test = read_folders([a, b, c])
+    assert [r["id"] for r in train] == ["a1", "a2", "a3", "b1", "b2", "c1"]
+    assert [r["id"] for r in test] == ["at1", "bt1", "at2", "at3"]
+    train, test = read_folders([a])
+    assert [r["id"] for r in train] == ["a1", "a2", "a3"] and len(test) == 3
+
+
+def test_data_folders_come_comma_separated_and_each_is_checked(tmp_path):
+    from stratagem.errors import ConfigError
+    from stratagem.settings import build, choose
+    from stratagem.training.sft import SFTArgs
+
+    a = _folder(tmp_path / "a", ["a1"], None)
+    b = _folder(tmp_path / "b", ["b1"], None)
+    values = {k: v[0] for k, v in choose(SFTArgs, {"data": f"{a},{b}"}, None).items()}
+    args = build(SFTArgs, values)
+    assert args.folders == [a, b]
+    args.check()
+    assert args.data_game() == "dond"
+    assert SFTArgs(data=a).folders == [a]  # one folder given directly
+    _folder(tmp_path / "k", ["k1"], None, game="kuhn")
+    assert SFTArgs(data=(a, tmp_path / "k")).data_game() is None  # two games: left to fill in
+    with pytest.raises(ConfigError, match="missing holds no train.jsonl"):
+        SFTArgs(data=(a, tmp_path / "missing")).check()
+    with pytest.raises(ConfigError, match="names no folder"):
+        build(SFTArgs, {"data": []}).check()

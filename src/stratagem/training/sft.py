@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,10 @@ from stratagem.training.trl_config import IGNORE, refused_turns, sft_config, tok
 class SFTArgs(TRLArgs, RunArgs, PolicyArgs):
     """Hyperparameters of ``stratagem train sft`` (defaults: SEPO App. H)."""
 
-    data: Path = Path("data/sft/kuhn")
-    """A folder with train.jsonl and test.jsonl from ``stratagem gen-sft``."""
+    data: tuple[Path, ...] = (Path("data/sft/kuhn"),)
+    """Folders with train.jsonl and test.jsonl from ``stratagem gen-sft``; several
+    (comma-separated) are one data set: their train rows in the order given, their test rows
+    interleaved (``read_folders``)."""
     games: tuple[str, ...] = ()
     """Train on these games' chats only (e.g. ipd out of multi); empty: all."""
     out: OutFolder = Path("runs/sft")
@@ -65,27 +68,42 @@ class SFTArgs(TRLArgs, RunArgs, PolicyArgs):
     bf16: bool = False
     """bf16 weights (GPU)."""
 
+    @property
+    def folders(self) -> list[Path]:
+        """The data folders (one ``Path`` given directly counts as one)."""
+        data: Any = self.data
+        return [Path(data)] if isinstance(data, str | Path) else [Path(d) for d in data]
+
     def check(self) -> None:
-        """Refuses a data folder without ``train.jsonl``, or a starting adapter folder without
-        ``adapter_config.json``, before any weights load."""
-        if not (Path(self.data) / "train.jsonl").exists():
-            raise ConfigError(
-                f"{self.data} holds no train.jsonl; write one with `stratagem gen-sft`"
-            )
+        """Refuses no data folder, a data folder without ``train.jsonl``, or a starting adapter
+        folder without ``adapter_config.json``, before any weights load."""
+        if not self.folders:
+            raise ConfigError("--data names no folder; write one with `stratagem gen-sft`")
+        for folder in self.folders:
+            if not (folder / "train.jsonl").exists():
+                raise ConfigError(
+                    f"{folder} holds no train.jsonl; write one with `stratagem gen-sft`"
+                )
         check_adapters(self)
 
     def data_game(self) -> str | None:
-        """The one game the data folder holds (its ``gen-sft`` card's ``per_game``; a drills
-        folder is named GAME-drills), else the folder's name when that is a game, else None."""
-        from stratagem.games import game_names
+        """The one game all data folders hold, else None."""
+        games = {_folder_game(folder) for folder in self.folders}
+        return games.pop() if len(games) == 1 else None
 
-        try:
-            games = list(json.loads((Path(self.data) / "card.json").read_text())["per_game"])
-        except (OSError, ValueError, KeyError, TypeError):
-            games = []
-        if len(games) == 1:
-            return games[0]
-        return Path(self.data).name if Path(self.data).name in game_names() else None
+
+def _folder_game(folder: Path) -> str | None:
+    """The one game a data folder holds (its ``gen-sft`` card's ``per_game``; a drills folder is
+    named GAME-drills), else the folder's name when that is a game, else None."""
+    from stratagem.games import game_names
+
+    try:
+        games = list(json.loads((folder / "card.json").read_text())["per_game"])
+    except (OSError, ValueError, KeyError, TypeError):
+        games = []
+    if len(games) == 1:
+        return games[0]
+    return folder.name if folder.name in game_names() else None
 
 
 def chat_tokens(tokenizer: Any, row: Mapping[str, Any], max_length: int) -> dict[str, list[int]]:
@@ -120,6 +138,23 @@ def read_rows(path: Path, games: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     return rows
 
 
+def read_folders(
+    folders: list[Path], games: tuple[str, ...] = ()
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The train and test rows of several data folders as one data set: the train rows folder
+    after folder (the trainer shuffles them), the test rows interleaved one from each folder in
+    turn, so that the first ``--eval-examples`` of them hold every folder's chats. A folder
+    without ``test.jsonl`` adds no test rows."""
+    train = [row for folder in folders for row in read_rows(folder / "train.jsonl", games)]
+    splits = [
+        read_rows(folder / "test.jsonl", games)
+        for folder in folders
+        if (folder / "test.jsonl").exists()
+    ]
+    test = [row for turn in zip_longest(*splits) for row in turn if row is not None]
+    return train, test
+
+
 def token_rows(tokenizer: Any, rows: list[dict[str, Any]], max_length: int) -> list[dict]:
     """The rows tokenized (``chat_tokens``), those with no token in the loss left out."""
     out = []
@@ -144,25 +179,24 @@ def train_sft(args: SFTArgs, resume: bool = True) -> Path:
 
     path = model_path(args.model)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    rows = read_rows(args.data / "train.jsonl", args.games)
+    data = ",".join(map(str, args.folders))
+    rows, held_out = read_folders(args.folders, args.games)
     if not rows:
-        if args.games and read_rows(args.data / "train.jsonl"):
-            raise ConfigError(f"{args.data} holds no rows of {', '.join(args.games)}")
-        raise ConfigError(f"{args.data}/train.jsonl holds no chats")
+        if args.games and read_folders(args.folders)[0]:
+            raise ConfigError(f"{data} holds no rows of {', '.join(args.games)}")
+        raise ConfigError(f"{data}: train.jsonl holds no chats")
     train_rows = token_rows(tokenizer, rows, args.max_length)
     if not train_rows:
-        raise ConfigError(f"{args.data}: no chat has an accepted answer to train on")
+        raise ConfigError(f"{data}: no chat has an accepted answer to train on")
     model = AutoModelForCausalLM.from_pretrained(
         path, dtype=torch.bfloat16 if args.bf16 else torch.float32
     )
     model = merge_adapters(model, args.adapter)  # a staged recipe: earlier SFT runs under it
     train = Dataset.from_list(train_rows)
     test = None  # no held-out chats: train without evaluation
-    test_file = args.data / "test.jsonl"
-    if test_file.exists():
-        held_out = read_rows(test_file, args.games)[: args.eval_examples]
-        test_rows = token_rows(tokenizer, held_out, args.max_length)
-        test = Dataset.from_list(test_rows) if test_rows else None
+    test_rows = token_rows(tokenizer, held_out[: args.eval_examples], args.max_length)
+    if test_rows:
+        test = Dataset.from_list(test_rows)
     config = sft_config(
         args,
         output_dir=args.out,
