@@ -391,6 +391,19 @@ def test_one_iteration_end_to_end_and_resume_equals_uninterrupted(
 
 
 @pytest.mark.slow
+def test_plays_per_context_keep_seats_by_their_own_contexts_mean(tiny_model, tmp_path, steered):
+    out = tmp_path / "run"
+    train_selfplay(tiny_settings(tiny_model, out, iterations=1, plays_per_context=3), log=print)
+    games = [t for t in read_traces(out / "traces/iteration-1.jsonl") if t.meta["phase"] == "train"]
+    games.sort(key=lambda t: t.meta["index"])
+    assert [t.scenario for t in games[:3]] == [games[0].scenario] * 3
+    assert [t.scenario for t in games[3:]] == [games[3].scenario] * 3
+    kept = kept_seats(games, lam=0.0, per_context=True)
+    listed = json.loads((out / "traces/kept-1.json").read_text())
+    assert listed == [[t.episode_id, seat] for t, seat in kept] and kept
+
+
+@pytest.mark.slow
 def test_early_stopping_ends_the_run_and_a_rerun_does_not_continue(tiny_model, tmp_path):
     # a random LM never reaches an agreement: every iteration scores 0, none beats iteration 0
     out = tmp_path / "run"

@@ -11,6 +11,8 @@ each iteration n = 1 … N:
 2. **Filter** (``kept_seats``): a (game, seat) is kept when the seat's objective score
    ``R_i + λ·R_j`` is above the mean of the iteration's 2K seat scores; under λ = −1, where that
    mean is always 0, a seat of an agreement that scored exactly 0 is kept too (seed 002 §5.2).
+   With ``--plays-per-context n`` (beyond the paper) each training context is played n times and
+   a seat must beat the mean of its own context's seats instead.
 3. **Fine-tune** the policy on the kept seats' chats with TRL's ``SFTTrainer``: the loss covers
    that seat's accepted answers only (``seat_tokens``). The other seat's turns and the game's
    corrections reach it as user turns; an answer the game refused stays in the context (the
@@ -112,6 +114,11 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
     """N, the most self-play iterations (a resumed run may be given more)."""
     games: int = 500
     """K, self-play games per iteration."""
+    plays_per_context: int = 1
+    """Games played on each training context of an iteration (K / this many contexts). Above
+    1, a seat is kept when it beats the mean of its own context's seats, not the iteration's
+    (seed 002): a per-context baseline, so that contexts rich in value are not kept for being
+    rich."""
     patience: int = 2
     """Stop once the selection score has not beaten its best for this many iterations (0: never
     stop early)."""
@@ -159,7 +166,12 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
             ("max_length", 1),
             ("lora_rank", 1),
         )
-        require_at_least(self, minimums)
+        require_at_least(self, (*minimums, ("plays_per_context", 1)))
+        if self.games % self.plays_per_context:
+            raise ConfigError(
+                f"--games ({self.games}) must be a multiple of --plays-per-context "
+                f"({self.plays_per_context})"
+            )
         if not -1.0 <= self.lam <= 1.0:
             raise ConfigError(f"--lam must be in [-1, 1], got {self.lam}")
         if self.temperature < 0:
@@ -184,6 +196,8 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
         d = asdict(self)
         for runtime in ("iterations", "patience", "max_live", "save_total_limit"):
             d.pop(runtime)
+        if d["plays_per_context"] == 1:  # added later: runs made before it resume
+            d.pop("plays_per_context")
         d["out"], d["adapter"] = normal_path(self.out), normal_paths(self.adapter)
         d["contexts"] = None if self.contexts is None else str(self.contexts)
         if self.contexts is not None:  # the file's content names the run, not only its path
@@ -237,7 +251,8 @@ def game_specs(
     split: ContextSplit | None = None,
 ) -> list[EpisodeSpec]:
     """The games of one phase of ``iteration``: ``train`` — K self-play games on fresh training
-    contexts; ``selfplay`` — ``eval_games`` self-play games; ``fixed`` — ``eval_games`` games
+    contexts, each context drawn for ``plays_per_context`` games in a row (each game its own
+    seed); ``selfplay`` — ``eval_games`` self-play games; ``fixed`` — ``eval_games`` games
     against ``opponent``, the agent in seat k mod 2. Evaluation games draw held-out contexts,
     the same ones every iteration. ``split`` defaults to the split of ``args``' contexts."""
     split = split or split_contexts(dond_game(args).contexts, args.seed)
@@ -255,7 +270,11 @@ def game_specs(
             seed = derive(args.seed, "selfplay-fixed", k)
             meta["seat"] = k % 2
             agents = (agent, opponent) if k % 2 == 0 else (opponent, agent)
-        context = split.draw(held_out=phase != "train", seed=seed)
+        draw_seed = seed
+        if phase == "train" and args.plays_per_context > 1:
+            group = k // args.plays_per_context
+            draw_seed = derive(args.seed, "selfplay-context", iteration, group)
+        context = split.draw(held_out=phase != "train", seed=draw_seed)
         specs.append(EpisodeSpec(f"{iteration}/{phase}/{k}", seed, agents, meta, context))
     return specs
 
@@ -354,7 +373,7 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
             traces = games("train", agent, iteration)
             played = time.perf_counter()
             finished = complete(traces)
-            kept = kept_seats(traces, args.lam)
+            kept = kept_seats(traces, args.lam, per_context=args.plays_per_context > 1)
             kept_ids = [[t.episode_id, seat] for t, seat in kept]
             (folder / f"kept-{iteration}.json").write_text(json.dumps(kept_ids) + "\n")
             rows = sft_rows(tokenizer, kept, args.max_length)

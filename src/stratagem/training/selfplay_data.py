@@ -63,22 +63,31 @@ def split_contexts(
     return ContextSplit(tuple(train), tuple(held_out))
 
 
-def kept_seats(traces: Sequence[Trace], lam: float) -> list[tuple[Trace, Seat]]:
+def kept_seats(
+    traces: Sequence[Trace], lam: float, per_context: bool = False
+) -> list[tuple[Trace, Seat]]:
     """Every (game, seat) whose objective score is above the mean of all seat scores of the
     complete games, in game order; under λ = −1 also each seat of an agreement scoring exactly 0.
+    With ``per_context`` the mean is that of the seats of the games played on the same context
+    (counts and values), not of the whole iteration.
 
     Games that ended in an error (not aborts: those score 0 and count) are left out.
     """
-    games = complete(traces)
-    scored = [(t, seat, t.rounds[-1].payoffs[seat]) for t in games for seat in (0, 1)]
-    if not scored:
-        return []
-    mean = math.fsum(x for _, _, x in scored) / len(scored)
+    scored = [(t, seat, t.rounds[-1].payoffs[seat]) for t in complete(traces) for seat in (0, 1)]
+    groups: dict[object, list[float]] = {}
+    for t, _, x in scored:
+        groups.setdefault(_context_key(t) if per_context else None, []).append(x)
+    means = {key: math.fsum(xs) / len(xs) for key, xs in groups.items()}
     return [
         (t, seat)
         for t, seat, x in scored
-        if x > mean or (lam == -1 and x == 0 and t.rounds[-1].info["agreement"])
+        if x > means[_context_key(t) if per_context else None]
+        or (lam == -1 and x == 0 and t.rounds[-1].info["agreement"])
     ]
+
+
+def _context_key(trace: Trace) -> tuple:
+    return tuple(trace.scenario["counts"]), tuple(map(tuple, trace.scenario["values"]))
 
 
 def seat_chat(trace: Trace, seat: Seat) -> tuple[list[dict[str, str]], list[bool]]:
