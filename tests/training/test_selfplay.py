@@ -34,7 +34,9 @@ from stratagem.training.trl_config import IGNORE
 END = "<|im_end|>\n"  # how SmolLM2's template closes a turn
 
 
-def result_trace(episode_id: str, payoffs, agreement: bool, status: str = "complete") -> Trace:
+def result_trace(
+    episode_id: str, payoffs, agreement: bool, status: str = "complete", context=None
+) -> Trace:
     info = {"agreement": agreement}
     return Trace(
         episode_id=episode_id,
@@ -45,6 +47,7 @@ def result_trace(episode_id: str, payoffs, agreement: bool, status: str = "compl
         rounds=(RoundResult(0, (), payoffs, info),),
         decisions=(),
         status=status,  # type: ignore[arg-type]
+        scenario={} if context is None else context.to_dict(),
     )
 
 
@@ -65,6 +68,26 @@ def test_zero_sum_also_keeps_zero_score_agreements():
     kept = kept_seats([won, tied, failed], lam=-1.0)
     assert [(t.episode_id, s) for t, s in kept] == [("won", 0), ("tied", 0), ("tied", 1)]
     assert [(t.episode_id, s) for t, s in kept_seats([won, tied, failed], lam=0.0)] == [("won", 0)]
+
+
+def test_a_per_context_baseline_keeps_the_better_plays_of_every_context():
+    """A rich context (joint value 16 or 12) and a poor one (8 or 4), two plays each, λ = 1 (both
+    seats score the joint value): the iteration's mean (10) keeps both rich plays and neither
+    poor one; each context's own mean keeps the better play of each."""
+    from stratagem.games.dond import Context
+
+    rich = Context((1, 2, 3), ((1, 3, 1), (4, 0, 2)))
+    poor = Context((1, 1, 1), ((2, 3, 5), (5, 3, 2)))
+    games = [
+        result_trace("rich-a", (16.0, 16.0), True, context=rich),
+        result_trace("rich-b", (12.0, 12.0), True, context=rich),
+        result_trace("poor-a", (8.0, 8.0), True, context=poor),
+        result_trace("poor-b", (4.0, 4.0), True, context=poor),
+    ]
+    kept = {t.episode_id for t, _ in kept_seats(games, lam=1.0)}
+    assert kept == {"rich-a", "rich-b"}
+    kept = [(t.episode_id, s) for t, s in kept_seats(games, lam=1.0, per_context=True)]
+    assert kept == [("rich-a", 0), ("rich-a", 1), ("poor-a", 0), ("poor-a", 1)]
 
 
 class ScriptedSeats:

@@ -98,22 +98,6 @@ def test_train_selfplay_takes_contexts_on_the_command_line(tmp_path, monkeypatch
     assert [a.contexts for a in seen] == [path]
 
 
-def _played(episode_id: str, ctx: Context, payoffs):
-    from stratagem.game import RoundResult
-    from stratagem.trace import Trace
-
-    return Trace(
-        episode_id=episode_id,
-        game="dond",
-        version=1,
-        seed=0,
-        agents=("m", "m"),
-        rounds=(RoundResult(0, (), payoffs, {"agreement": True}),),
-        decisions=(),
-        scenario=ctx.to_dict(),
-    )
-
-
 def test_plays_per_context_play_each_context_in_a_row_each_game_its_own_seed():
     agent = get_strategy("dond", "FairSplit")
     args = SelfPlayArgs(games=12, plays_per_context=4)
@@ -132,23 +116,3 @@ def test_plays_per_context_play_each_context_in_a_row_each_game_its_own_seed():
         SelfPlayArgs(games=10, plays_per_context=4).check()
     with pytest.raises(ConfigError, match="--plays-per-context must be at least 1"):
         SelfPlayArgs(plays_per_context=0).check()
-
-
-def test_a_per_context_baseline_keeps_the_better_plays_of_every_context():
-    """A rich context (joint value 16 or 12) and a poor one (8 or 4), two plays each, λ = 1 (both
-    seats score the joint value): the iteration's mean (10) keeps both rich plays and neither
-    poor one; each context's own mean keeps the better play of each."""
-    from stratagem.training.selfplay_data import kept_seats
-
-    rich = Context((1, 2, 3), ((1, 3, 1), (4, 0, 2)))
-    poor = Context((1, 1, 1), ((2, 3, 5), (5, 3, 2)))
-    games = [
-        _played("rich-a", rich, (16.0, 16.0)),
-        _played("rich-b", rich, (12.0, 12.0)),
-        _played("poor-a", poor, (8.0, 8.0)),
-        _played("poor-b", poor, (4.0, 4.0)),
-    ]
-    kept = {t.episode_id for t, _ in kept_seats(games, lam=1.0)}
-    assert kept == {"rich-a", "rich-b"}
-    kept = [(t.episode_id, s) for t, s in kept_seats(games, lam=1.0, per_context=True)]
-    assert kept == [("rich-a", 0), ("rich-a", 1), ("poor-a", 0), ("poor-a", 1)]
