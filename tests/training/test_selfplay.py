@@ -14,7 +14,7 @@ from stratagem.episode import Episode
 from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.game import RoundResult
 from stratagem.games import get_game
-from stratagem.games.dond import complement, render_share
+from stratagem.games.dond import Context, complement, render_share
 from stratagem.seeding import derive
 from stratagem.settings import field_docs
 from stratagem.strategies import get_strategy
@@ -74,8 +74,6 @@ def test_a_per_context_baseline_keeps_the_better_plays_of_every_context():
     """A rich context (joint value 16 or 12) and a poor one (8 or 4), two plays each, λ = 1 (both
     seats score the joint value): the iteration's mean (10) keeps both rich plays and neither
     poor one; each context's own mean keeps the better play of each."""
-    from stratagem.games.dond import Context
-
     rich = Context((1, 2, 3), ((1, 3, 1), (4, 0, 2)))
     poor = Context((1, 1, 1), ((2, 3, 5), (5, 3, 2)))
     games = [
