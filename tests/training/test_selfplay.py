@@ -86,6 +86,8 @@ def test_a_per_context_baseline_keeps_the_better_plays_of_every_context():
     assert kept == {"rich-a", "rich-b"}
     kept = [(t.episode_id, s) for t, s in kept_seats(games, lam=1.0, per_context=True)]
     assert kept == [("rich-a", 0), ("rich-a", 1), ("poor-a", 0), ("poor-a", 1)]
+    with pytest.raises(ValueError, match="nocontext: the trace records no context"):
+        kept_seats([*games, result_trace("nocontext", (1.0, 1.0), True)], 1.0, per_context=True)
 
 
 class ScriptedSeats:
@@ -412,9 +414,15 @@ def test_one_iteration_end_to_end_and_resume_equals_uninterrupted(
 
 
 @pytest.mark.slow
-def test_plays_per_context_keep_seats_by_their_own_contexts_mean(tiny_model, tmp_path, steered):
+def test_plays_per_context_keep_seats_by_their_own_contexts_mean(
+    tiny_model, tmp_path, steered, monkeypatch
+):
+    calls = []
+    real = selfplay.kept_seats
+    monkeypatch.setattr(selfplay, "kept_seats", lambda *a, **kw: calls.append(kw) or real(*a, **kw))
     out = tmp_path / "run"
     train_selfplay(tiny_settings(tiny_model, out, iterations=1, plays_per_context=3), log=print)
+    assert calls == [{"per_context": True}]
     games = [t for t in read_traces(out / "traces/iteration-1.jsonl") if t.meta["phase"] == "train"]
     games.sort(key=lambda t: t.meta["index"])
     assert [t.scenario for t in games[:3]] == [games[0].scenario] * 3

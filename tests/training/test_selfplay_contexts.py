@@ -106,6 +106,8 @@ def test_plays_per_context_play_each_context_in_a_row_each_game_its_own_seed():
     assert [len(set(contexts[i : i + 4])) for i in (0, 4, 8)] == [1, 1, 1]
     assert len(set(contexts)) == 3  # three contexts, four plays each
     assert len({s.seed for s in specs}) == 12
+    later = selfplay.game_specs("train", agent, agent, args, iteration=2)
+    assert not {s.scenario for s in later} & set(contexts)  # each iteration draws afresh
     # one play per context: the games are the paper's, drawn as before the option existed
     paper = selfplay.game_specs("train", agent, agent, SelfPlayArgs(games=12), iteration=1)
     split = split_contexts(all_contexts(), 42)
@@ -116,3 +118,5 @@ def test_plays_per_context_play_each_context_in_a_row_each_game_its_own_seed():
         SelfPlayArgs(games=10, plays_per_context=4).check()
     with pytest.raises(ConfigError, match="--plays-per-context must be at least 1"):
         SelfPlayArgs(plays_per_context=0).check()
+    with pytest.raises(ConfigError, match="under --lam -1"):
+        SelfPlayArgs(lam=-1.0, games=12, plays_per_context=4).check()

@@ -186,6 +186,8 @@ def test_several_data_folders_are_one_data_set_train_in_order_test_interleaved(t
     assert [r["id"] for r in test] == ["at1", "bt1", "at2", "at3"]
     train, test = read_folders([a])
     assert [r["id"] for r in train] == ["a1", "a2", "a3"] and len(test) == 3
+    # the eval examples are cut from the interleaved rows: a cut of 2 holds both folders
+    assert [r["id"] for r in read_folders([a, b, c], eval_examples=2)[1]] == ["at1", "bt1"]
 
 
 def test_data_folders_come_comma_separated_and_each_is_checked(tmp_path):
@@ -207,3 +209,5 @@ def test_data_folders_come_comma_separated_and_each_is_checked(tmp_path):
         SFTArgs(data=(a, tmp_path / "missing")).check()
     with pytest.raises(ConfigError, match="names no folder"):
         build(SFTArgs, {"data": []}).check()
+    with pytest.raises(ConfigError, match="more than once"):  # rows would weigh double
+        SFTArgs(data=(a, b, tmp_path / "b" / ".." / "a")).check()

@@ -156,7 +156,7 @@ TRAINERS: dict[str, Trainer] = {
         "→ RL; resumes from the newest checkpoint.",
     ),
     "selfplay": Trainer(
-        "stratagem.training.selfplay:SelfPlayArgs",
+        "stratagem.training.selfplay_args:SelfPlayArgs",
         "stratagem.training.selfplay:train_selfplay",
         "Filtered-BC self-play for Deal or No Deal: K games per iteration between two copies of "
         "the model, SFT on the seats scoring above the mean, evaluation in self-play and against "

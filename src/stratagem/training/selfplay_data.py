@@ -69,9 +69,13 @@ def kept_seats(
     """Every (game, seat) whose objective score is above the mean of all seat scores of the
     complete games, in game order; under λ = −1 also each seat of an agreement scoring exactly 0.
     With ``per_context`` the mean is that of the seats of the games played on the same context
-    (counts and values), not of the whole iteration.
+    (counts and values), not of the whole iteration. Strictly above: where every seat of a
+    context scores alike, none of them is kept.
 
     Games that ended in an error (not aborts: those score 0 and count) are left out.
+
+    Raises:
+        ValueError: with ``per_context``, a game whose trace records no context.
     """
     scored = [(t, seat, t.rounds[-1].payoffs[seat]) for t in complete(traces) for seat in (0, 1)]
     groups: dict[object, list[float]] = {}
@@ -87,7 +91,10 @@ def kept_seats(
 
 
 def _context_key(trace: Trace) -> tuple:
-    return tuple(trace.scenario["counts"]), tuple(map(tuple, trace.scenario["values"]))
+    try:
+        return tuple(trace.scenario["counts"]), tuple(map(tuple, trace.scenario["values"]))
+    except (KeyError, TypeError):
+        raise ValueError(f"{trace.episode_id}: the trace records no context") from None
 
 
 def seat_chat(trace: Trace, seat: Seat) -> tuple[list[dict[str, str]], list[bool]]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from stratagem.errors import ConfigError
-from stratagem.settings import OutFolder, PositiveFloat, opt
+from stratagem.settings import OutFolder, PositiveFloat, normal_path, opt
 from stratagem.training.args import PolicyArgs, RunArgs, TRLArgs, check_adapters
 from stratagem.training.policy import TARGET_MODULES, merge_adapters, model_path
 from stratagem.training.trl_config import IGNORE, refused_turns, sft_config, tokenize_chat
@@ -36,9 +36,8 @@ class SFTArgs(TRLArgs, RunArgs, PolicyArgs):
     """Hyperparameters of ``stratagem train sft`` (defaults: SEPO App. H)."""
 
     data: tuple[Path, ...] = (Path("data/sft/kuhn"),)
-    """Folders with train.jsonl and test.jsonl from ``stratagem gen-sft``; several
-    (comma-separated) are one data set: their train rows in the order given, their test rows
-    interleaved (``read_folders``)."""
+    """Folders with train.jsonl and test.jsonl from ``stratagem gen-sft``; several are one data
+    set: their train rows in the order given, their test rows interleaved, each folder once."""
     games: tuple[str, ...] = ()
     """Train on these games' chats only (e.g. ipd out of multi); empty: all."""
     out: OutFolder = Path("runs/sft")
@@ -79,6 +78,10 @@ class SFTArgs(TRLArgs, RunArgs, PolicyArgs):
         folder without ``adapter_config.json``, before any weights load."""
         if not self.folders:
             raise ConfigError("--data names no folder; write one with `stratagem gen-sft`")
+        resolved = [normal_path(folder) for folder in self.folders]
+        twice = sorted({path for path in resolved if resolved.count(path) > 1})
+        if twice:  # rows read twice would weigh double, silently
+            raise ConfigError(f"--data names {', '.join(twice)} more than once")
         for folder in self.folders:
             if not (folder / "train.jsonl").exists():
                 raise ConfigError(
@@ -139,12 +142,12 @@ def read_rows(path: Path, games: tuple[str, ...] = ()) -> list[dict[str, Any]]:
 
 
 def read_folders(
-    folders: list[Path], games: tuple[str, ...] = ()
+    folders: list[Path], games: tuple[str, ...] = (), eval_examples: int | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The train and test rows of several data folders as one data set: the train rows folder
     after folder (the trainer shuffles them), the test rows interleaved one from each folder in
-    turn, so that the first ``--eval-examples`` of them hold every folder's chats. A folder
-    without ``test.jsonl`` adds no test rows."""
+    turn and cut to the first ``eval_examples`` (all when None), so that a cut holds every
+    folder's chats. A folder without ``test.jsonl`` adds no test rows."""
     train = [row for folder in folders for row in read_rows(folder / "train.jsonl", games)]
     splits = [
         read_rows(folder / "test.jsonl", games)
@@ -152,7 +155,7 @@ def read_folders(
         if (folder / "test.jsonl").exists()
     ]
     test = [row for turn in zip_longest(*splits) for row in turn if row is not None]
-    return train, test
+    return train, test[:eval_examples]
 
 
 def token_rows(tokenizer: Any, rows: list[dict[str, Any]], max_length: int) -> list[dict]:
@@ -180,7 +183,7 @@ def train_sft(args: SFTArgs, resume: bool = True) -> Path:
     path = model_path(args.model)
     tokenizer = AutoTokenizer.from_pretrained(path)
     data = ",".join(map(str, args.folders))
-    rows, held_out = read_folders(args.folders, args.games)
+    rows, held_out = read_folders(args.folders, args.games, args.eval_examples)
     if not rows:
         if args.games and read_folders(args.folders)[0]:
             raise ConfigError(f"{data} holds no rows of {', '.join(args.games)}")
@@ -194,7 +197,7 @@ def train_sft(args: SFTArgs, resume: bool = True) -> Path:
     model = merge_adapters(model, args.adapter)  # a staged recipe: earlier SFT runs under it
     train = Dataset.from_list(train_rows)
     test = None  # no held-out chats: train without evaluation
-    test_rows = token_rows(tokenizer, held_out[: args.eval_examples], args.max_length)
+    test_rows = token_rows(tokenizer, held_out, args.max_length)
     if test_rows:
         test = Dataset.from_list(test_rows)
     config = sft_config(

@@ -1,0 +1,149 @@
+"""The settings of ``stratagem train selfplay`` (``SelfPlayArgs``: one field per option, a
+docstring each, checked before any model loads) and the game every self-play game is played in.
+The loop itself is ``selfplay``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from stratagem.errors import ConfigError
+from stratagem.games.dond import DEFAULT_MAX_TURNS
+from stratagem.settings import OutFolder, PositiveFloat, normal_path, normal_paths
+from stratagem.training.args import (
+    PolicyArgs,
+    RunArgs,
+    SamplingArgs,
+    TRLArgs,
+    check_adapters,
+    check_lora_dropout,
+    require_at_least,
+)
+
+
+@dataclass
+class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
+    """Hyperparameters of ``stratagem train selfplay`` (defaults: seed 002 §3 where it gives
+    them)."""
+
+    out: OutFolder = Path("runs/selfplay")
+    """The run folder: checkpoints, traces per iteration, best.json, curves.png, iterations.md."""
+    lam: float = 0.0
+    """λ of the objective R_i + λ·R_j: 0 semi-competitive, 1 cooperative, -1 zero-sum."""
+    max_turns: int = DEFAULT_MAX_TURNS
+    """Accepted turns before messages close and both seats must propose."""
+    iterations: int = 10
+    """N, the most self-play iterations (a resumed run may be given more)."""
+    games: int = 500
+    """K, self-play games per iteration."""
+    plays_per_context: int = 1
+    """Games played on each training context drawn in an iteration (K / this many draws; --games
+    must be a multiple). Above 1, a seat is kept when it beats the mean of the seats of its own
+    context's games (a context drawn twice shares one mean), not the iteration's mean (seed
+    002's rule): a per-context baseline, so that contexts rich in value are not kept for being
+    rich. Not under λ = -1, where every context's mean is 0 already."""
+    patience: int = 2
+    """Stop once the selection score has not beaten its best for this many iterations (0: never
+    stop early)."""
+    stop_on: Literal["auto", "selfplay", "fixed"] = "auto"
+    """The selection score of early stopping and best.json: the self-play score, the score against
+    the fixed agent, or auto (self-play, except under λ = -1, where self-play always scores 0)."""
+    opponent: str = "FairSplit"
+    """The fixed rule-based agent each iteration is also evaluated against."""
+    eval_games: int = 100
+    """Games per evaluation, in self-play and against the fixed agent each."""
+    temperature: float = 1.0
+    """Sampling temperature of every game (seed 002: 1); 0 is greedy."""
+    max_new_tokens: int = 128
+    """Generated tokens per answer at most."""
+    max_live: int = 64
+    """Games in flight, hence the most turns one batched generation holds."""
+    learning_rate: PositiveFloat = 1e-4
+    """Peak learning rate of each iteration's SFT (cosine schedule)."""
+    epochs: PositiveFloat = 3.0
+    """Passes over an iteration's kept chats (seed 002: 3)."""
+    contexts: Path | None = None
+    """A context file in the original DoND format (a line per seat's view: count value count
+    value count value) to play every game on, instead of every valid context; either way a
+    tenth of the contexts is held out for evaluation and never trained on."""
+
+    def check(self) -> None:
+        """Refuse, before any model loads, settings the trainer cannot run.
+
+        Raises:
+            ConfigError: naming the option and the value it needs.
+            UnknownNameError: the fixed opponent is not a DoND strategy.
+        """
+        from stratagem.strategies import get_strategy
+
+        minimums = (
+            ("iterations", 0),
+            ("games", 1),
+            ("patience", 0),
+            ("eval_games", 1),
+            ("max_new_tokens", 1),
+            ("max_live", 1),
+            ("max_turns", 1),
+            ("batch_size", 1),
+            ("grad_accum", 1),
+            ("max_length", 1),
+            ("lora_rank", 1),
+        )
+        require_at_least(self, (*minimums, ("plays_per_context", 1)))
+        if self.plays_per_context > 1 and self.lam == -1:
+            raise ConfigError(
+                "--plays-per-context keeps the same seats as 1 under --lam -1 (every context's "
+                "mean is 0) and only plays fewer contexts: leave it at 1"
+            )
+        if self.games % self.plays_per_context:
+            raise ConfigError(
+                f"--games ({self.games}) must be a multiple of --plays-per-context "
+                f"({self.plays_per_context})"
+            )
+        if not -1.0 <= self.lam <= 1.0:
+            raise ConfigError(f"--lam must be in [-1, 1], got {self.lam}")
+        if self.temperature < 0:
+            raise ConfigError(f"--temperature must be at least 0, got {self.temperature}")
+        if self.epochs <= 0 or self.learning_rate <= 0:
+            raise ConfigError("--epochs and --learning-rate must be above 0")
+        check_lora_dropout(self)
+        if self.stop_on == "selfplay" and self.lam == -1 and self.patience:
+            raise ConfigError(
+                "under --lam -1 every self-play game scores 0 in all: use --stop-on fixed "
+                "(or auto), or --patience 0"
+            )
+        get_strategy("dond", self.opponent)  # UnknownNameError, with a "did you mean"
+        if self.contexts is not None and not Path(self.contexts).is_file():
+            raise ConfigError(f"--contexts: no file {self.contexts}")
+        check_adapters(self)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The settings that identify a run, as JSON values: ``iterations`` and ``patience`` are
+        left out (a run may be extended), as are ``max_live`` and ``save_total_limit`` (batching
+        and disk policy, not results); a context file is named by its path and content hash."""
+        d = asdict(self)
+        for runtime in ("iterations", "patience", "max_live", "save_total_limit"):
+            d.pop(runtime)
+        if d["plays_per_context"] == 1:  # added later: runs made before it resume
+            d.pop("plays_per_context")
+        d["out"], d["adapter"] = normal_path(self.out), normal_paths(self.adapter)
+        d["contexts"] = None if self.contexts is None else str(self.contexts)
+        if self.contexts is not None:  # the file's content names the run, not only its path
+            d["contexts_sha256"] = dond_game(self).params["contexts_sha256"]
+        return d
+
+    @property
+    def selection(self) -> str:
+        """The evaluation row key early stopping and best.json follow."""
+        fixed = self.stop_on == "fixed" or (self.stop_on == "auto" and self.lam == -1)
+        return "fixed_score" if fixed else "selfplay_score"
+
+
+def dond_game(args: SelfPlayArgs) -> Any:
+    """The game of every self-play game: DoND under ``args``' λ, turn cap and contexts."""
+    from stratagem.games import get_game
+
+    contexts = None if args.contexts is None else str(args.contexts)
+    return get_game("dond", lam=args.lam, max_turns=args.max_turns, contexts=contexts)
