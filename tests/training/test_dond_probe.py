@@ -181,6 +181,8 @@ def test_the_rules_own_checks_are_right_at_every_step(partner, kind):
     steps = claim_probe(partner, kind, N, seed=3).steps()
     per_answer = 3 if kind == "joint" else 1  # a joint check has one clause per item type
     assert steps.copied == steps.compared == (N * per_answer,) * 2
+    parts = (steps.named, steps.valued, steps.counted)
+    assert parts == (((N, N),) * 3 if kind == "refuse" else ((0, 0),) * 3)
     right, scored = steps.followed
     assert right == scored > N // 2  # items marked mine/yours in a kept share; every refusal check
 
@@ -195,17 +197,25 @@ def test_each_step_of_a_check_is_scored_against_what_was_written_before_it():
     assert joint_steps(wrong + "Balls: 2 to me, 1 to you, so mine.", values, stated, counts,
                        (0, 2, 0)) == CheckSteps((2, 3), (2, 3), (2, 3))  # fmt: skip
     assert joint_steps("Deal.", values, stated, counts, None) == CheckSteps()
-    # refusal: best item hats (5 each), the claim leaves it 1 hat
+    # refusal: best item hats (5 each), the claim leaves it 1 hat; the copy's parts after the
+    # three steps: the best named, its value, the units left of it
+    one, zero = (1, 1), (0, 1)
     assert refusal_steps("My best: hats, 5 each. Left to me: 1, so I deal. Deal: …", (0, 5, 0),
-                         (1, 1, 0), dealt=True) == CheckSteps((1, 1), (1, 1), (1, 1))  # fmt: skip
+                         (1, 1, 0), dealt=True) == CheckSteps(*(one,) * 6)  # fmt: skip
     wrong = "My best: books, 5 each. Left to me: 1, so I refuse. You get …"
+    # books named, 5 is not a book's value, 1 book is left: only the count fits what it named
     assert refusal_steps(wrong, (0, 5, 0), (1, 1, 0), dealt=True) == CheckSteps(
-        (0, 1), (0, 1), (0, 1)
+        zero, zero, zero, zero, zero, one
     )
     tied = "My best: books and hats, 4 each. Left to me: 0, so I refuse."
-    assert refusal_steps(tied, (4, 4, 1), (0, 0, 2), dealt=False) == CheckSteps(
-        (1, 1), (1, 1), (1, 1)
+    assert refusal_steps(tied, (4, 4, 1), (0, 0, 2), dealt=False) == CheckSteps(*(one,) * 6)
+    # the second-best item named with its own value and its own count: only the naming is wrong
+    near = "My best: balls, 1 each. Left to me: 2, so I deal."
+    assert refusal_steps(near, (4, 4, 1), (0, 0, 2), dealt=True) == CheckSteps(
+        zero, one, one, zero, one, one
     )
+    total = sum([CheckSteps(*(one,) * 6), CheckSteps(zero, one, one, zero, one, one)], CheckSteps())
+    assert total == CheckSteps((1, 2), (2, 2), (2, 2), (1, 2), (2, 2), (2, 2))
 
 
 @pytest.mark.slow

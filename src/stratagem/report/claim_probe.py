@@ -89,8 +89,13 @@ def _table(probe: ClaimProbe) -> Table:
         caption += " · check steps right: " + ", ".join(
             f"{name} {k} of {n}"
             for name, (k, n) in zip(
-                ("copied", "compared", "followed"), dataclasses.astuple(steps), strict=True
+                ("copied", "compared", "followed"), dataclasses.astuple(steps)[:3], strict=True
             )
+        )
+    if steps.named[1]:  # a refusal check: which part of the copy goes wrong
+        caption += (
+            f" (of the copy: best item named {steps.named[0]}, its value {steps.valued[0]}, "
+            f"units left of it {steps.counted[0]})"
         )
     table.caption = caption
     return table

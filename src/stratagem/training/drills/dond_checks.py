@@ -14,14 +14,17 @@ placed: numbers not copied, a comparison not made, or a decision that ignores it
   of the type, or none.
 - refusal check ("My best: hats, 4 each. Left to me: 0, so I refuse."): copied — the named types
   are the seat's types of highest value, the value is theirs and the count is the units the
-  claim leaves of them; compared — the word is "deal" exactly when the written count is above
-  0; followed — the answer deals exactly when the word is "deal".
+  claim leaves of them, each of the three also scored on its own (``named``: the types are the
+  best; ``valued``: the value is the named types' own; ``counted``: the count is the units left
+  of the named types), so that a wrong copy is placed too; compared — the word is "deal" exactly
+  when the written count is above 0; followed — the answer deals exactly when the word is
+  "deal".
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 from stratagem.games.dond import ITEMS, Items
 
@@ -36,21 +39,19 @@ _REFUSAL = re.compile(
 
 @dataclass(frozen=True)
 class CheckSteps:
-    """Right / scored counts of each step of one answer's check (0 / 0 where none was written)."""
+    """Right / scored counts of each step of one answer's check (0 / 0 where none was written);
+    ``named``, ``valued`` and ``counted`` are the parts of a refusal check's copy."""
 
     copied: tuple[int, int] = (0, 0)
     compared: tuple[int, int] = (0, 0)
     followed: tuple[int, int] = (0, 0)
+    named: tuple[int, int] = (0, 0)
+    valued: tuple[int, int] = (0, 0)
+    counted: tuple[int, int] = (0, 0)
 
     def __add__(self, other: CheckSteps) -> CheckSteps:
-        def plus(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
-            return a[0] + b[0], a[1] + b[1]
-
-        return CheckSteps(
-            plus(self.copied, other.copied),
-            plus(self.compared, other.compared),
-            plus(self.followed, other.followed),
-        )
+        pairs = zip(astuple(self), astuple(other), strict=True)
+        return CheckSteps(*((a[0] + b[0], a[1] + b[1]) for a, b in pairs))
 
 
 def _word(mine: int, theirs: int) -> str:
@@ -81,10 +82,20 @@ def refusal_steps(text: str, values: Items, offered: Items, dealt: bool) -> Chec
     match = _REFUSAL.search(text)
     if match is None:
         return CheckSteps()
-    named, value, left, word = match.groups()
+    written, value, left, word = match.groups()
     top = max(values)
     best = [i for i, v in enumerate(values) if v == top]
-    names = [ITEMS.index(n) if n in ITEMS else -1 for n in named.lower().split(" and ")]
-    right = names == best and int(value) == top and int(left) == sum(offered[i] for i in best)
+    names = [ITEMS.index(n) if n in ITEMS else None for n in written.lower().split(" and ")]
+    known = [i for i in names if i is not None]
+    named = names == best
+    valued = len(known) == len(names) and all(values[i] == int(value) for i in known)
+    counted = len(known) == len(names) and int(left) == sum(offered[i] for i in known)
     deal = word.lower() == "deal"
-    return CheckSteps((int(right), 1), (int(deal == (int(left) > 0)), 1), (int(dealt == deal), 1))
+    return CheckSteps(
+        (int(named and valued and counted), 1),
+        (int(deal == (int(left) > 0)), 1),
+        (int(dealt == deal), 1),
+        (int(named), 1),
+        (int(valued), 1),
+        (int(counted), 1),
+    )
