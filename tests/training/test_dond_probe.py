@@ -16,6 +16,7 @@ from stratagem.agent import Decision, Strategy
 from stratagem.errors import ConfigError
 from stratagem.games import get_game
 from stratagem.games.dond import Context, Invalid, Propose
+from stratagem.report.claim_probe import _table
 from stratagem.strategies.dond_talk import claim_text, deal_text
 from stratagem.training.drills.dond import DrillPartner, JointDrillPartner, RefusingDrillPartner
 from stratagem.training.drills.dond_checks import CheckSteps, joint_steps, refusal_steps
@@ -183,6 +184,11 @@ def test_the_rules_own_checks_are_right_at_every_step(partner, kind):
     assert steps.copied == steps.compared == (N * per_answer,) * 2
     parts = (steps.named, steps.valued, steps.counted)
     assert parts == (((N, N),) * 3 if kind == "refuse" else ((0, 0),) * 3)
+    caption = str(_table(claim_probe(partner, kind, N, seed=3)).caption)
+    assert f"copied {N * per_answer} of {N * per_answer}" in caption
+    assert (f"best item named {N}, its value {N}, units left of it {N}" in caption) == (
+        kind == "refuse"
+    )
     right, scored = steps.followed
     assert right == scored > N // 2  # items marked mine/yours in a kept share; every refusal check
 
