@@ -211,3 +211,32 @@ def test_data_folders_come_comma_separated_and_each_is_checked(tmp_path):
         build(SFTArgs, {"data": []}).check()
     with pytest.raises(ConfigError, match="more than once"):  # rows would weigh double
         SFTArgs(data=(a, b, tmp_path / "b" / ".." / "a")).check()
+
+
+def test_a_rerun_with_other_settings_is_refused_before_any_weights_load(tmp_path, monkeypatch):
+    """``out/run.json`` holds the settings' fingerprint: the same settings (a larger step budget
+    too) resume, other data or another learning rate are refused in one line, and a folder
+    another process trains into is refused."""
+    from stratagem.errors import ConfigDriftError
+    from stratagem.runs import RunFolder, RunLockedError
+    from stratagem.training import sft
+    from stratagem.training.sft import SFTArgs, train_sft
+    from stratagem.training.sft_data import write_dataset
+
+    write_dataset("kuhn", tmp_path / "a", sizes={"kuhn": 6})
+    write_dataset("kuhn", tmp_path / "b", sizes={"kuhn": 8})
+    fits = []
+    monkeypatch.setattr(sft, "_fit", lambda args, *rest: fits.append(args) or args.out / "adapter")
+    out = tmp_path / "run"
+    first = SFTArgs(data=tmp_path / "a/kuhn", out=out, max_steps=2)
+    train_sft(first)
+    assert json.loads((out / "run.json").read_text())["status"] == "finished"
+    train_sft(SFTArgs(data=tmp_path / "a/kuhn", out=out, max_steps=4, eval_steps=1))  # extended
+    for other in ({"data": tmp_path / "b/kuhn"}, {"learning_rate": 1e-3}):
+        settings = {"data": tmp_path / "a/kuhn", "out": out, **other}
+        with pytest.raises(ConfigDriftError, match=f"{next(iter(other))}: .* -> "):
+            train_sft(SFTArgs(**settings))
+    assert len(fits) == 2  # the refused runs never reached the training
+    with RunFolder(out, first.fingerprint()), pytest.raises(RunLockedError):
+        train_sft(first)
+    assert len(fits) == 2

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
 from stratagem.errors import ConfigError
-from stratagem.settings import OutFolder, PositiveFloat, normal_path, opt
+from stratagem.runs import RunFolder
+from stratagem.settings import OutFolder, PositiveFloat, normal_path, normal_paths, opt
 from stratagem.training.args import PolicyArgs, RunArgs, TRLArgs, check_adapters
 from stratagem.training.policy import TARGET_MODULES, merge_adapters, model_path
 from stratagem.training.trl_config import IGNORE, refused_turns, sft_config, tokenize_chat
@@ -88,6 +89,25 @@ class SFTArgs(TRLArgs, RunArgs, PolicyArgs):
                     f"{folder} holds no train.jsonl; write one with `stratagem gen-sft`"
                 )
         check_adapters(self)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The settings that identify a run, as JSON values: the step budget, the checkpoint and
+        evaluation cadence, the eval examples, the disk policy and ``merge`` are left out (a run
+        may be extended, or checkpointed and evaluated otherwise); paths are resolved, so a
+        folder named another way is the same run."""
+        d = asdict(self)
+        for runtime in (
+            "max_steps",
+            "save_total_limit",
+            "save_steps",
+            "eval_steps",
+            "eval_examples",
+            "merge",
+        ):
+            d.pop(runtime)
+        d["data"] = [normal_path(folder) for folder in self.folders]
+        d["out"], d["adapter"] = normal_path(self.out), normal_paths(self.adapter)
+        return d
 
     def data_game(self) -> str | None:
         """The one game all data folders hold, else None."""
@@ -169,16 +189,16 @@ def token_rows(tokenizer: Any, rows: list[dict[str, Any]], max_length: int) -> l
 
 
 def train_sft(args: SFTArgs, resume: bool = True) -> Path:
-    """Train and return the adapter folder (``out/adapter``).
+    """Train and return the adapter folder (``out/adapter``). The run folder holds ``run.json``
+    (the settings' fingerprint) and a lock: a rerun with the same settings resumes from the
+    newest checkpoint, one with other settings is refused before any weights load.
 
     Raises:
         ConfigError: the data holds no row (of ``args.games``) with a token to train on.
+        ConfigDriftError: ``out`` holds a run made with other settings.
+        RunLockedError: another process is training into ``out``.
     """
-    import torch
-    from datasets import Dataset
-    from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import SFTTrainer
+    from transformers import AutoTokenizer
 
     path = model_path(args.model)
     tokenizer = AutoTokenizer.from_pretrained(path)
@@ -191,6 +211,28 @@ def train_sft(args: SFTArgs, resume: bool = True) -> Path:
     train_rows = token_rows(tokenizer, rows, args.max_length)
     if not train_rows:
         raise ConfigError(f"{data}: no chat has an accepted answer to train on")
+    with RunFolder(args.out, args.fingerprint()) as run:
+        adapter = _fit(args, path, tokenizer, train_rows, held_out, resume)
+        run.finish("finished")
+    return adapter
+
+
+def _fit(
+    args: SFTArgs,
+    path: str | Path,
+    tokenizer: Any,
+    train_rows: list[dict],
+    held_out: list[dict[str, Any]],
+    resume: bool,
+) -> Path:
+    """TRL's SFT of a fresh LoRA on ``train_rows`` (evaluated on ``held_out``), resumed from the
+    newest checkpoint in ``args.out`` when ``resume``; writes and returns ``out/adapter``."""
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM
+    from trl import SFTTrainer
+
     model = AutoModelForCausalLM.from_pretrained(
         path, dtype=torch.bfloat16 if args.bf16 else torch.float32
     )
