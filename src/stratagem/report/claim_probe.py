@@ -86,11 +86,13 @@ def _table(probe: ClaimProbe) -> Table:
     )
     steps = probe.steps()
     if steps.copied[1]:  # a check was written: where it goes wrong
+        named_steps = (
+            ("copied", steps.copied),
+            ("compared", steps.compared),
+            ("followed", steps.followed),
+        )
         caption += " · check steps right: " + ", ".join(
-            f"{name} {k} of {n}"
-            for name, (k, n) in zip(
-                ("copied", "compared", "followed"), dataclasses.astuple(steps)[:3], strict=True
-            )
+            f"{name} {k} of {n}" for name, (k, n) in named_steps
         )
     if steps.named[1]:  # a refusal check: which part of the copy goes wrong
         caption += (

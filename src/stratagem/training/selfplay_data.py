@@ -77,16 +77,17 @@ def kept_seats(
     Raises:
         ValueError: with ``per_context``, a game whose trace records no context.
     """
-    scored = [(t, seat, t.rounds[-1].payoffs[seat]) for t in complete(traces) for seat in (0, 1)]
+    games = complete(traces)
+    keys = [_context_key(t) if per_context else None for t in games]
     groups: dict[object, list[float]] = {}
-    for t, _, x in scored:
-        groups.setdefault(_context_key(t) if per_context else None, []).append(x)
+    for t, key in zip(games, keys, strict=True):
+        groups.setdefault(key, []).extend(t.rounds[-1].payoffs)
     means = {key: math.fsum(xs) / len(xs) for key, xs in groups.items()}
     return [
         (t, seat)
-        for t, seat, x in scored
-        if x > means[_context_key(t) if per_context else None]
-        or (lam == -1 and x == 0 and t.rounds[-1].info["agreement"])
+        for t, key in zip(games, keys, strict=True)
+        for seat, x in enumerate(t.rounds[-1].payoffs)
+        if x > means[key] or (lam == -1 and x == 0 and t.rounds[-1].info["agreement"])
     ]
 
 

@@ -88,8 +88,9 @@ def refusal_steps(text: str, values: Items, offered: Items, dealt: bool) -> Chec
     names = [ITEMS.index(n) if n in ITEMS else None for n in written.lower().split(" and ")]
     known = [i for i in names if i is not None]
     named = names == best
-    valued = len(known) == len(names) and all(values[i] == int(value) for i in known)
-    counted = len(known) == len(names) and int(left) == sum(offered[i] for i in known)
+    readable = len(known) == len(names)  # every named type is a type of the game
+    valued = readable and all(values[i] == int(value) for i in known)
+    counted = readable and int(left) == sum(offered[i] for i in known)
     deal = word.lower() == "deal"
     return CheckSteps(
         (int(named and valued and counted), 1),
