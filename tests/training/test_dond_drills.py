@@ -270,3 +270,28 @@ def test_the_check_is_for_joint_or_refusal_drills_only():
         drills("dond", 4, seed=1, check=True)
     with pytest.raises(ConfigError, match="--drills-check is for --game dond"):
         drills("bargaining", 4, seed=1, check=True)
+
+
+@pytest.mark.parametrize("kind", [{}, {"joint": True}, {"refuse": True}])
+def test_drills_never_show_a_context_their_seed_holds_out_for_evaluation(kind):
+    """`train selfplay --seed S` and `claim-probe --seed S` evaluate on the held-out side of
+    split_contexts(contexts, S): drills made with --seed S are played on its training side only
+    (about one context in ten is held out, so 150 games drawn from every context would show ~15)."""
+    from stratagem.games.dond import all_contexts
+    from stratagem.training.selfplay_data import split_contexts
+
+    for seed in (42, 5):
+        held_out = {
+            (c.counts, tuple(sorted(c.values))) for c in split_contexts(all_contexts(), seed).held_out
+        }
+        chats = list(drills("dond", 300, seed=seed, **kind))
+        seen = set()
+        for claimant, accepter in zip(chats[::2], chats[1::2], strict=True):
+            counts = tuple(map(int, POOL.search(claimant.messages[0]["content"]).groups()))
+            pair = [
+                tuple(map(int, VALUES.search(chat.messages[0]["content"]).groups()))
+                for chat in (claimant, accepter)
+            ]
+            seen.add((counts, tuple(sorted(pair))))
+        assert len(seen) > 100  # many contexts, not a handful
+        assert not seen & held_out

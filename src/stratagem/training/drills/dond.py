@@ -14,8 +14,11 @@ everything) in one of the negotiators' claim wordings; the other accepts it with
 of their deal wordings; then both propose as ``strategies.dond.Negotiator``'s protocol does —
 the claimant its claim (the share the deal granted it), the accepter the rest. Each game yields
 both seats' chats (the claimant's, then the accepter's), under λ = 0 and λ = 1 in turn (the two
-objectives of the warm-start recipe) and its 6-turn cap; the context and the first speaker are
-drawn by the game from the episode seed. Every drill game ends in an agreement.
+objectives of the warm-start recipe) and its 6-turn cap; the first speaker is drawn by the game
+from the episode seed, the context from the training side of ``split_contexts(contexts, seed)``
+— the split ``train selfplay --seed SEED`` and ``claim-probe --seed SEED`` hold their
+evaluation contexts out of, so drills made with the same seed never show one. Every drill game
+ends in an agreement.
 
 Refusal drills (``refuse``, ``gen-sft --drills-refuse``) add the one check the accepter above
 never makes: it reads the value line of its own prompt, finds its highest value per unit and
@@ -77,6 +80,7 @@ from stratagem.strategies.dond import (
 )
 from stratagem.strategies.dond_talk import CLAIMS, VALUES, deal_in, values_text
 from stratagem.trace import Trace
+from stratagem.training.selfplay_data import split_contexts
 from stratagem.training.sft_data import Chat, agreement_of
 
 LAMS = (0.0, 1.0)  # the objectives of the warm-start recipe, in turn
@@ -284,19 +288,24 @@ def drills(
 def _drill_chats(n: int, seed: int, drill_partner: DrillPartner) -> Iterator[Chat]:
     partner = cast(Agent, drill_partner)  # a Strategy's name is read-only, not the Protocol's
     finished: list[Episode] = []  # each drill game's episode, for its chats
+    games = {lam: get_game("dond", lam=lam, max_turns=MAX_TURNS) for lam in drill_partner.lams}
+    # the training side of the split `train selfplay --seed SEED` and `claim-probe --seed SEED`
+    # evaluate on the other side of: drills never show an evaluation context
+    split = split_contexts(games[drill_partner.lams[0]].contexts, seed)
     made = 0
     for index in itertools.count():
         if made == n:
             return
         lam = drill_partner.lams[index % len(drill_partner.lams)]
-        game = get_game("dond", lam=lam, max_turns=MAX_TURNS)
+        game_seed = derive(seed, drill_partner.stream, index)
         spec = EpisodeSpec(
             f"drill-{index}",
-            derive(seed, drill_partner.stream, index),
+            game_seed,
             (partner, partner),
             {"names": (NAME, NAME)},
+            split.draw(held_out=False, seed=game_seed),
         )
-        (trace,) = play(game, [spec], on_episode=finished.append)
+        (trace,) = play(games[lam], [spec], on_episode=finished.append)
         episode = finished.pop()
         if trace.status != "complete" or not agreement_of(trace):
             raise AssertionError(f"drill game {index} did not agree: {trace.status}")
