@@ -282,7 +282,8 @@ def test_drills_never_show_a_context_their_seed_holds_out_for_evaluation(kind):
 
     for seed in (42, 5):
         held_out = {
-            (c.counts, tuple(sorted(c.values))) for c in split_contexts(all_contexts(), seed).held_out
+            (c.counts, tuple(sorted(c.values)))
+            for c in split_contexts(all_contexts(), seed).held_out
         }
         chats = list(drills("dond", 300, seed=seed, **kind))
         seen = set()
