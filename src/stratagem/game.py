@@ -203,6 +203,18 @@ class HasScenarios(Protocol):
 
 
 @runtime_checkable
+class HasHeldOutScenarios(HasScenarios, Protocol):
+    """A game whose scenarios a seed splits into a training side and a held-out side that
+    evaluation plays on (DoND's contexts): generic generators of training data (drills,
+    demonstrations) play the training side, so no evaluation scenario is ever trained on."""
+
+    def training_scenario(self, split_seed: int, seed: int) -> Any:
+        """Returns the scenario of a training episode seeded ``seed``, from the training side of
+        the split ``split_seed`` makes."""
+        ...
+
+
+@runtime_checkable
 class HasRegimeScenarios(HasScenarios, Protocol):
     """A game whose tournaments play one fixed list of scenarios drawn by regime, the same for
     every pairing (bargaining: ``gft`` scenarios with gains from trade, ``ngft`` without)."""

@@ -277,8 +277,7 @@ def test_drills_never_show_a_context_their_seed_holds_out_for_evaluation(kind):
     """`train selfplay --seed S` and `claim-probe --seed S` evaluate on the held-out side of
     split_contexts(contexts, S): drills made with --seed S are played on its training side only
     (about one context in ten is held out, so 150 games drawn from every context would show ~15)."""
-    from stratagem.games.dond import all_contexts
-    from stratagem.training.selfplay_data import split_contexts
+    from stratagem.games.dond import all_contexts, split_contexts
 
     for seed in (42, 5):
         held_out = {

@@ -15,13 +15,12 @@ import pytest
 from stratagem.agent import Decision, Strategy
 from stratagem.errors import ConfigError
 from stratagem.games import get_game
-from stratagem.games.dond import Context, Invalid, Propose
+from stratagem.games.dond import Context, Invalid, Propose, split_contexts
 from stratagem.report.claim_probe import _table
 from stratagem.strategies.dond_talk import claim_text, deal_text
 from stratagem.training.drills.dond import DrillPartner, JointDrillPartner, RefusingDrillPartner
 from stratagem.training.drills.dond_checks import CheckSteps, joint_steps, refusal_steps
 from stratagem.training.drills.dond_probe import claim_probe, read_answer
-from stratagem.training.selfplay_data import split_contexts
 
 N = 40
 

@@ -8,11 +8,10 @@ import hashlib
 import pytest
 
 from stratagem.errors import ConfigError
-from stratagem.games.dond import Context, all_contexts
+from stratagem.games.dond import Context, all_contexts, split_contexts
 from stratagem.strategies import get_strategy
 from stratagem.training import selfplay
 from stratagem.training.selfplay import SelfPlayArgs
-from stratagem.training.selfplay_data import split_contexts
 
 
 def mirror(ctx: Context) -> Context:

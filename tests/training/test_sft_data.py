@@ -4,6 +4,7 @@ legal actions on every assistant turn, opponents from the training pools only, d
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -131,6 +132,40 @@ def test_simulated_chats_are_each_seats_dialogue_in_both_seats(tmp_path):
     card = write_chats("dond", chats, tmp_path, seed=7)
     assert card["chats"] == {"test": 2, "train": 10}
     assert sum(1 for _ in open(tmp_path / "dond/train.jsonl")) == 10
+
+
+def test_dond_demonstrations_never_show_a_context_their_seed_holds_out(monkeypatch):
+    """`gen-sft --game dond --seed S` plays on the training side of split_contexts(contexts, S),
+    whose held-out side `train selfplay --seed S` evaluates on (about a tenth of the contexts:
+    160 games drawn from all of them would show ~16)."""
+    from stratagem.games.dond import all_contexts, split_contexts
+    from stratagem.training import sft_data
+
+    played = []
+    real_play = sft_data.play
+
+    def recording_play(game, specs, **kw):
+        specs = list(specs)
+        played.extend(s.scenario for s in specs)
+        return real_play(game, specs, **kw)
+
+    monkeypatch.setattr(sft_data, "play", recording_play)
+    for seed in (42, 3):
+        played.clear()
+        chats = list(sft_data.simulated_chats("dond", ["FairSplit", "ValueGreedy"], 80, seed=seed))
+        assert len(chats) == 320 and len(played) == 160
+        held_out = set(split_contexts(all_contexts(), seed).held_out)
+        assert len(set(played)) > 100 and not set(played) & held_out
+        # the chats are those contexts' games: each states a seat's values of one of them
+        seat_views = {(ctx.counts, values) for ctx in played for values in ctx.values}
+        for chat in chats:
+            rules = chat.messages[0]["content"]
+            counts = tuple(map(int, POOL.search(rules).groups()))
+            assert (counts, tuple(map(int, VALUES.search(rules).groups()))) in seat_views
+
+
+POOL = re.compile(r"items: (\d+) books?, (\d+) hats? and (\d+) balls?\.")
+VALUES = re.compile(r"Your values: a book is worth (\d+), a hat (\d+) and a ball (\d+)")
 
 
 def _rows(folder) -> list[dict]:

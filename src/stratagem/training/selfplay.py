@@ -65,7 +65,7 @@ from typing import Any, Literal
 
 from stratagem.agent import Agent
 from stratagem.game import Game
-from stratagem.games.dond import DEFAULT_MAX_TURNS
+from stratagem.games.dond import DEFAULT_MAX_TURNS, ContextSplit, split_contexts
 from stratagem.metrics.dond import complete
 from stratagem.play import EpisodeSpec
 from stratagem.seeding import derive
@@ -74,14 +74,7 @@ from stratagem.training.checkpoints import Checkpoints, NoOptimizer, TrainerStat
 from stratagem.training.policy import load_policy
 from stratagem.training.rollouts import opponent as opponent_agent
 from stratagem.training.selfplay_args import SelfPlayArgs, dond_game
-from stratagem.training.selfplay_data import (
-    ContextSplit,
-    kept_seats,
-    play_games,
-    sft_rows,
-    split_contexts,
-    stalled,
-)
+from stratagem.training.selfplay_data import kept_seats, play_games, sft_rows, stalled
 from stratagem.training.selfplay_report import evaluation_row, headline, write_reports
 from stratagem.training.trl_config import IGNORE, sft_config
 

@@ -1,66 +1,21 @@
-"""Filtered behaviour cloning's data (SPEC §7; seed 002 §3): the contexts its games are played on
-(training and evaluation contexts disjoint), which (game, seat) pairs of an iteration are kept,
-the chat each kept seat held, and its tokenized row with the loss on that seat's accepted answers
-only. See ``selfplay``'s module docstring for the loop.
+"""Filtered behaviour cloning's data (SPEC §7; seed 002 §3): which (game, seat) pairs of an
+iteration are kept, the chat each kept seat held, and its tokenized row with the loss on that
+seat's accepted answers only. The contexts its games are played on, training and evaluation
+disjoint, are ``games.dond.split_contexts``'. See ``selfplay``'s module docstring for the loop.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from stratagem.errors import ConfigError
 from stratagem.game import Game, Seat
-from stratagem.games.dond import Context
 from stratagem.metrics.dond import accepted, complete
 from stratagem.play import EpisodeSpec, play
-from stratagem.seeding import derive
 from stratagem.trace import Trace, TraceWriter, read_traces
 from stratagem.training.trl_config import IGNORE, tokenize_chat
-
-EVAL_SHARE = 0.1  # of the contexts, held out for evaluation
-
-
-@dataclass(frozen=True)
-class ContextSplit:
-    """The contexts of self-play's training games and of its evaluation games: disjoint."""
-
-    train: tuple[Context, ...]
-    held_out: tuple[Context, ...]
-
-    def draw(self, held_out: bool, seed: int) -> Context:
-        """Returns the context of a game seeded ``seed``, from the held-out or training side."""
-        pool = self.held_out if held_out else self.train
-        return random.Random(derive(seed, "context")).choice(pool)
-
-
-def split_contexts(
-    contexts: Sequence[Context], seed: int, share: float = EVAL_SHARE
-) -> ContextSplit:
-    """Splits ``contexts`` by a hash seeded by ``seed``: about ``share`` of them are held out for
-    evaluation, the rest are for training, none on both sides. A context and its mirror (the
-    same counts, the two value vectors swapped: the same game with the seats exchanged) fall on
-    the same side, so no evaluation game is a training game seen from the other seat.
-
-    Raises:
-        ConfigError: a side would be empty (too few contexts to hold some out).
-    """
-    scale = 2**63
-    train: list[Context] = []
-    held_out: list[Context] = []
-    for ctx in contexts:
-        key = (ctx.counts, tuple(sorted(ctx.values)))
-        (held_out if derive(seed, "selfplay-held-out", key) < share * scale else train).append(ctx)
-    if not train or not held_out:
-        raise ConfigError(
-            f"{len(contexts)} contexts are too few to hold {share:.0%} out for evaluation and "
-            "train on the rest"
-        )
-    return ContextSplit(tuple(train), tuple(held_out))
 
 
 def kept_seats(

@@ -40,6 +40,7 @@ from typing import Any
 from stratagem.agents.settings import LLMSettings
 from stratagem.episode import Episode
 from stratagem.errors import ConfigError
+from stratagem.game import HasHeldOutScenarios
 from stratagem.games import get_game
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
@@ -280,7 +281,9 @@ def simulated_chats(
     it was shown, then its user / assistant turns as it held them (corrections included).
     ``keep(trace, seat)`` filters them (e.g. ``demonstration_filter``: agreements, a minimum
     score); episodes that failed are skipped. ``self_pairs``: each agent also plays itself (a
-    single agent always does). Each chat records its seat's score and, where the game records
+    single agent always does). A game that holds scenarios out for evaluation
+    (``HasHeldOutScenarios``: DoND) is played on the training side of the split ``seed`` makes.
+    Each chat records its seat's score and, where the game records
     it, whether the episode agreed. ``options`` are the ``LLMOptions`` of LLM agents.
     """
     from stratagem.agents.spec import make_agent
@@ -295,12 +298,13 @@ def simulated_chats(
             if i != j or self_pairs or len(agents) == 1:
                 for k in range(episodes):
                     eid = f"{a}-{b}-{k}"
+                    episode_seed = derive(seed, "sft-sim", game_name, eid)
+                    scenario = None
+                    if isinstance(game, HasHeldOutScenarios):
+                        scenario = game.training_scenario(seed, episode_seed)
                     plays.append(
                         EpisodeSpec(
-                            eid,
-                            derive(seed, "sft-sim", game_name, eid),
-                            (built[i], built[j]),
-                            {"names": (a, b)},
+                            eid, episode_seed, (built[i], built[j]), {"names": (a, b)}, scenario
                         )
                     )
     finished: dict[str, Episode] = {}

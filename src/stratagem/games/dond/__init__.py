@@ -43,12 +43,14 @@ from typing import Any
 from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.game import Invalid, Observation, check_prompt_style
 from stratagem.games.dond.contexts import (
+    EVAL_SHARE,
     ITEMS,
     MAX_ITEMS,
     MIN_ITEMS,
     SINGULAR,
     TOTAL_VALUE,
     Context,
+    ContextSplit,
     Items,
     LoadedContexts,
     agreed,
@@ -62,6 +64,7 @@ from stratagem.games.dond.contexts import (
     payoff_bounds,
     pool_text,
     score,
+    split_contexts,
 )
 from stratagem.games.dond.prompts import full_prompt, new_prompt, objective_text, system_prompt
 from stratagem.games.dond.state import NAME, DondState, Settings
@@ -97,6 +100,8 @@ __all__ = [
     "Dond",
     "DondState",
     "DondView",
+    "EVAL_SHARE",
+    "ContextSplit",
     "Fault",
     "Items",
     "Kind",
@@ -124,6 +129,7 @@ __all__ = [
     "render_share",
     "resolve_lam",
     "score",
+    "split_contexts",
     "system_prompt",
     "token_of",
 ]
@@ -203,6 +209,7 @@ class Dond:
         if contexts is not None:  # the content, not only the path, names the run's contexts
             params["contexts_sha256"] = contexts_sha256
         self._params = MappingProxyType(params)
+        self._splits: dict[int, ContextSplit] = {}  # split_contexts by seed: 5,793 hashes each
 
     @property
     def params(self) -> Mapping[str, Any]:
@@ -222,6 +229,15 @@ class Dond:
         """Returns a dialogue on a context drawn from ``seed`` (first speaker drawn too)."""
         context = random.Random(derive(seed, "context")).choice(self.contexts)
         return DondState(context, seed, self.settings)
+
+    def training_scenario(self, split_seed: int, seed: int) -> Context:
+        """The context of a training episode seeded ``seed``: drawn from the training side of
+        ``split_contexts(self.contexts, split_seed)``, whose held-out side self-play and the
+        claim probe seeded ``split_seed`` evaluate on (``game.HasHeldOutScenarios``)."""
+        split = self._splits.get(split_seed)
+        if split is None:
+            split = self._splits[split_seed] = split_contexts(self.contexts, split_seed)
+        return split.draw(held_out=False, seed=seed)
 
     def from_scenario(self, scenario: Context | Mapping[str, Any], seed: int) -> DondState:
         """Returns a dialogue on ``scenario`` (a ``Context`` or its dict form).

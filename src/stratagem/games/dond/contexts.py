@@ -3,7 +3,9 @@
 Contexts: counts ≥ 1 each, 5–7 items in all; each value vector non-negative with
 ``Σ count·value = 10``; every item type valued by at least one seat; no division gives both seats
 10. All such ordered pairs are enumerated once (``all_contexts``); a file in the original DoND
-context format can replace them (``load_contexts``), each loaded context checked.
+context format can replace them (``load_contexts``), each loaded context checked. A seeded split
+holds about a tenth of them out for evaluation (``split_contexts``): what trains (self-play's
+games, drills, demonstrations) is played on the other side.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
+import random
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from stratagem.errors import ConfigError
+from stratagem.seeding import derive
 
 Items = tuple[int, int, int]  # books, hats, balls
 
@@ -123,6 +127,48 @@ def all_contexts() -> tuple[Context, ...]:
             if not context_problems(ctx):
                 out.append(ctx)
     return tuple(out)
+
+
+EVAL_SHARE = 0.1  # of the contexts, held out for evaluation
+
+
+@dataclass(frozen=True)
+class ContextSplit:
+    """The contexts training games are played on and those evaluation games are played on:
+    disjoint (``split_contexts``)."""
+
+    train: tuple[Context, ...]
+    held_out: tuple[Context, ...]
+
+    def draw(self, held_out: bool, seed: int) -> Context:
+        """Returns the context of a game seeded ``seed``, from the held-out or training side."""
+        pool = self.held_out if held_out else self.train
+        return random.Random(derive(seed, "context")).choice(pool)
+
+
+def split_contexts(
+    contexts: Sequence[Context], seed: int, share: float = EVAL_SHARE
+) -> ContextSplit:
+    """Splits ``contexts`` by a hash seeded by ``seed``: about ``share`` of them are held out for
+    evaluation, the rest are for training, none on both sides. A context and its mirror (the
+    same counts, the two value vectors swapped: the same game with the seats exchanged) fall on
+    the same side, so no evaluation game is a training game seen from the other seat.
+
+    Raises:
+        ConfigError: a side would be empty (too few contexts to hold some out).
+    """
+    scale = 2**63
+    train: list[Context] = []
+    held_out: list[Context] = []
+    for ctx in contexts:
+        key = (ctx.counts, tuple(sorted(ctx.values)))
+        (held_out if derive(seed, "selfplay-held-out", key) < share * scale else train).append(ctx)
+    if not train or not held_out:
+        raise ConfigError(
+            f"{len(contexts)} contexts are too few to hold {share:.0%} out for evaluation and "
+            "train on the rest"
+        )
+    return ContextSplit(tuple(train), tuple(held_out))
 
 
 @dataclass(frozen=True, slots=True)

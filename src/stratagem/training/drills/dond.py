@@ -80,7 +80,6 @@ from stratagem.strategies.dond import (
 )
 from stratagem.strategies.dond_talk import CLAIMS, VALUES, deal_in, values_text
 from stratagem.trace import Trace
-from stratagem.training.selfplay_data import split_contexts
 from stratagem.training.sft_data import Chat, agreement_of
 
 LAMS = (0.0, 1.0)  # the objectives of the warm-start recipe, in turn
@@ -289,9 +288,6 @@ def _drill_chats(n: int, seed: int, drill_partner: DrillPartner) -> Iterator[Cha
     partner = cast(Agent, drill_partner)  # a Strategy's name is read-only, not the Protocol's
     finished: list[Episode] = []  # each drill game's episode, for its chats
     games = {lam: get_game("dond", lam=lam, max_turns=MAX_TURNS) for lam in drill_partner.lams}
-    # the training side of the split `train selfplay --seed SEED` and `claim-probe --seed SEED`
-    # evaluate on the other side of: drills never show an evaluation context
-    split = split_contexts(games[drill_partner.lams[0]].contexts, seed)
     made = 0
     for index in itertools.count():
         if made == n:
@@ -303,7 +299,7 @@ def _drill_chats(n: int, seed: int, drill_partner: DrillPartner) -> Iterator[Cha
             game_seed,
             (partner, partner),
             {"names": (NAME, NAME)},
-            split.draw(held_out=False, seed=game_seed),
+            games[lam].training_scenario(seed, game_seed),  # never an evaluation context
         )
         (trace,) = play(games[lam], [spec], on_episode=finished.append)
         episode = finished.pop()

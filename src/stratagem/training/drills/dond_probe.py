@@ -47,7 +47,16 @@ from stratagem.episode import Episode
 from stratagem.errors import ConfigError
 from stratagem.game import Game
 from stratagem.games import get_game
-from stratagem.games.dond import DondState, Items, Propose, Say, complement, divisions, score
+from stratagem.games.dond import (
+    DondState,
+    Items,
+    Propose,
+    Say,
+    complement,
+    divisions,
+    score,
+    split_contexts,
+)
 from stratagem.seeding import derive
 from stratagem.strategies.dond_talk import claim_in, deal_in
 from stratagem.trace import Trace
@@ -58,7 +67,6 @@ from stratagem.training.drills.dond import (
     RefusingDrillPartner,
 )
 from stratagem.training.drills.dond_checks import CheckSteps, joint_steps, refusal_steps
-from stratagem.training.selfplay_data import split_contexts
 
 __all__ = ["ANSWERS", "KINDS", "ClaimProbe", "ProbeAnswer", "claim_probe", "read_answer"]
 
