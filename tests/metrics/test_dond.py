@@ -12,12 +12,21 @@ import pytest
 from stratagem.agent import Decision
 from stratagem.episode import Episode
 from stratagem.games import get_game
-from stratagem.games.dond import Context, DondState, complement, divisions, score
+from stratagem.games.dond import (
+    Context,
+    DondState,
+    complement,
+    divisions,
+    joint_values,
+    score,
+)
 from stratagem.metrics.dond import (
     accepted,
     by_iteration,
     dond_metrics,
     first_speaker_share,
+    is_joint_best,
+    is_pareto,
     pareto_optimal,
     vocabulary_size,
 )
@@ -72,6 +81,21 @@ def test_pareto_matches_a_naive_check_on_every_division():
         assert pareto_optimal(counts, values, d) == (not dominated), d
 
 
+def test_joint_best_is_the_highest_sum_of_both_seats_own_values_not_pareto():
+    counts, values = CTX.counts, CTX.values
+    joint = joint_values(counts, values)
+    naive = {
+        d: score(values[0], d) + score(values[1], complement(counts, d)) for d in divisions(counts)
+    }
+    assert joint == naive and max(joint.values()) == 14
+    assert joint_values(counts, values, seat=1)[(2, 0, 0)] == 14  # seat 1 keeping the books
+    everything = ["[message] hi", "[propose] (0 books, 0 hats, 0 balls)", "[propose] (2, 2, 1)"]
+    greedy = episode(everything)  # Pareto-optimal (10 for seat 0), joint value 10
+    assert is_pareto(greedy) and not is_joint_best(greedy)
+    assert is_joint_best(episode(DEAL)) and not is_joint_best(episode(NO_DEAL))
+    assert not is_joint_best(episode(NOT_PARETO))
+
+
 def test_scores_agreement_and_pareto_rates():
     traces = [
         episode(DEAL, episode_id="1"),
@@ -85,6 +109,8 @@ def test_scores_agreement_and_pareto_rates():
     assert m["agreement_rate"].value == pytest.approx(2 / 3) and m["agreement_rate"].n == 3
     assert m["pareto_rate"].value == pytest.approx(1 / 3)
     assert m["pareto_rate_agreed"].value == pytest.approx(1 / 2) and m["pareto_rate_agreed"].n == 2
+    # the highest joint value is 14 (books to seat 1, the ball to seat 0): DEAL's 8 + 6
+    assert m["joint_best_rate"].value == pytest.approx(1 / 3) and m["joint_best_rate"].n == 3
     assert m["abort_rate"].value == 0.0
     assert all(e.stderr >= 0 for e in m.values())
 

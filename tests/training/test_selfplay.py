@@ -451,7 +451,7 @@ def test_early_stopping_ends_the_run_and_a_rerun_does_not_continue(tiny_model, t
         train_selfplay(dataclasses.replace(args, games=3), log=lines.append)
 
 
-def test_iterations_table_shows_the_openers_share_and_a_dash_for_older_rows():
+def test_iterations_table_shows_joint_best_and_the_openers_share_and_dashes_for_older_rows():
     from stratagem.training.checkpoints import TrainerState
     from stratagem.training.selfplay_report import iterations_markdown
 
@@ -460,10 +460,17 @@ def test_iterations_table_shows_the_openers_share_and_a_dash_for_older_rows():
     row = {f"{p}_{k}": cell(1.0) for p in ("selfplay", "fixed") for k in keys}
     row["selfplay_vocabulary_size"] = cell(20.0)
     older = {"step": 0, **row}  # made before the metric existed
-    newer = {"step": 1, **row, "selfplay_first_speaker_share": cell(0.82)}
+    newer = {
+        "step": 1,
+        **row,
+        "selfplay_first_speaker_share": cell(0.82),
+        "selfplay_joint_best_rate": cell(0.625),
+    }
     log = [{"iteration": 1, "kept": 58, "seats": 128, "sft_loss": 0.031}]
     table = iterations_markdown(TrainerState(log=log, evals=[older, newer]), "FairSplit")
     head, _, first, second = table.splitlines()
-    assert "| opener's share |" in head and head.count("|") == first.count("|") == 13
-    assert first.split("|")[5].strip() == "—"
-    assert second.split("|")[5].strip() == "0.82 ± 0.05" and "58 / 128" in second
+    assert "| joint-best | opener's share |" in head
+    assert head.count("|") == first.count("|") == second.count("|") == 14
+    assert first.split("|")[5].strip() == first.split("|")[6].strip() == "—"
+    assert second.split("|")[5].strip() == "0.62 ± 0.05"
+    assert second.split("|")[6].strip() == "0.82 ± 0.05" and "58 / 128" in second

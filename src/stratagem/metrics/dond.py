@@ -13,6 +13,9 @@ episodes (or, for the correction rate, over the agent's answers).
   ``pareto_rate_agreed``: the same among agreements only. Pareto optimality is judged on the raw
   item scores, each seat's with *its own* values: no other division gives both seats at least as
   much and one of them more.
+- ``joint_best_rate``: episodes ending in an agreement of the highest joint value (both seats'
+  item scores added, each with its own values), among all episodes: the division λ = 1 rewards,
+  which a Pareto-optimal one need not be.
 - ``dialogue_turns``, ``dialogue_words``, ``dialogue_tokens``: per episode, the accepted turns,
   their words (message texts and written proposals, both seats, prefixes left out) and the model
   tokens generated for them (``DecisionRecord.tokens`` of accepted answers; rule-based seats
@@ -36,7 +39,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from stratagem.games.dond import Items, complement, divisions, score
+from stratagem.games.dond import Items, complement, divisions, joint_values, score
 from stratagem.metrics.estimate import Estimate, mean_estimate
 from stratagem.metrics.registry import GAME_METRICS
 from stratagem.trace import Trace
@@ -75,6 +78,15 @@ def is_pareto(trace: Trace) -> bool:
     if not info["agreement"]:
         return False
     return pareto_optimal(_counts(info), _values(info), tuple(info["proposals"][0]))
+
+
+def is_joint_best(trace: Trace) -> bool:
+    """Whether the episode ended in an agreement of the highest joint value."""
+    info = _result(trace).info
+    if not info["agreement"]:
+        return False
+    joint = joint_values(_counts(info), _values(info))
+    return joint[tuple(info["proposals"][0])] == max(joint.values())
 
 
 def complete(traces: Sequence[Trace]) -> list[Trace]:
@@ -129,6 +141,11 @@ def pareto_rate_agreed(traces: Sequence[Trace]) -> Estimate:
     """Share of agreements that are Pareto-optimal."""
     agreed = [t for t in complete(traces) if _result(t).info["agreement"]]
     return mean_estimate([float(is_pareto(t)) for t in agreed])
+
+
+def joint_best_rate(traces: Sequence[Trace]) -> Estimate:
+    """Share of all episodes ending in an agreement of the highest joint value."""
+    return _per_episode(traces, lambda t: float(is_joint_best(t)))
 
 
 def first_speaker_share(traces: Sequence[Trace]) -> Estimate:
@@ -237,6 +254,7 @@ def dond_metrics(traces: Sequence[Trace], both_seats: bool = False) -> dict[str,
             "agreement_rate": agreement_rate(traces),
             "pareto_rate": pareto_rate(traces),
             "pareto_rate_agreed": pareto_rate_agreed(traces),
+            "joint_best_rate": joint_best_rate(traces),
         }
     )
     metrics.update(dialogue_lengths(traces))

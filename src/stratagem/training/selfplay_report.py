@@ -78,20 +78,24 @@ def iterations_markdown(state: TrainerState, opponent: str) -> str:
         return f"{c['value']:.{digits}f} ± {c['stderr']:.{digits}f}"
 
     head = (
-        "| iteration | self-play score | agreement | Pareto | opener's share | tokens / game "
-        f"| vocabulary | vs {opponent}: score | agreement | Pareto | kept / seats | SFT loss |"
+        "| iteration | self-play score | agreement | Pareto | joint-best | opener's share "
+        f"| tokens / game | vocabulary | vs {opponent}: score | agreement | Pareto "
+        "| kept / seats | SFT loss |"
     )
-    lines = [head, "|" + " ---: |" * 12]
+    lines = [head, "|" + " ---: |" * 13]
     for row in state.evals:
         n = row["step"]
         log = trained.get(n)
         kept = f"{log['kept']} / {log['seats']}" if log else "—"
         loss = f"{log['sft_loss']:.3f}" if log and log.get("sft_loss") is not None else "—"
-        share = row.get("selfplay_first_speaker_share")  # rows of runs made before it existed
-        opener = "—" if share is None else cell(row, "selfplay_first_speaker_share")
+        # rows of runs made before these metrics existed lack them
+        opener, best = (
+            "—" if f"selfplay_{key}" not in row else cell(row, f"selfplay_{key}")
+            for key in ("first_speaker_share", "joint_best_rate")
+        )
         lines.append(
             f"| {n} | {cell(row, 'selfplay_score')} | {cell(row, 'selfplay_agreement_rate')} "
-            f"| {cell(row, 'selfplay_pareto_rate')} | {opener} "
+            f"| {cell(row, 'selfplay_pareto_rate')} | {best} | {opener} "
             f"| {cell(row, 'selfplay_dialogue_tokens', 0)} "
             f"| {row['selfplay_vocabulary_size']['value']:.0f} "
             f"| {cell(row, 'fixed_score')} | {cell(row, 'fixed_agreement_rate')} "

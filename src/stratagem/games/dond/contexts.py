@@ -82,6 +82,16 @@ def divisions(counts: Items) -> Iterator[Items]:
     yield from itertools.product(*(range(n + 1) for n in counts))
 
 
+def joint_values(counts: Items, values: Sequence[Items], seat: int = 0) -> dict[Items, int]:
+    """Each share ``seat`` may keep -> the joint value of that division: both seats' item scores
+    added, each seat's with its own values (``values[0]`` for seat 0, ``values[1]`` for seat 1).
+    A division of the highest joint value is *joint-best*: what λ = 1 rewards."""
+    return {
+        s: score(values[seat], s) + score(values[1 - seat], complement(counts, s))
+        for s in divisions(counts)
+    }
+
+
 def context_problems(ctx: Context) -> list[str]:
     """Returns the SPEC §7 criteria ``ctx`` breaks (empty when it is valid).
 

@@ -53,8 +53,7 @@ from stratagem.games.dond import (
     Propose,
     Say,
     complement,
-    divisions,
-    score,
+    joint_values,
     split_contexts,
 )
 from stratagem.seeding import derive
@@ -162,15 +161,6 @@ def read_answer(text: str, claim: Items, counts: Items) -> tuple[str, Items | No
     return "counter", share
 
 
-def _joint_values(state: DondState, seat: int) -> dict[Items, int]:
-    """Each share ``seat`` may keep -> the joint value of the division (both true values)."""
-    values, counts = state.context.values, state.context.counts
-    return {
-        s: score(values[seat], s) + score(values[1 - seat], complement(counts, s))
-        for s in divisions(counts)
-    }
-
-
 def claim_probe(agent: Agent, kind: str, n: int, *, seed: int = 42) -> ClaimProbe:
     """Returns ``agent``'s answers to ``n`` opening claims under rule ``kind`` (module
     docstring). The probed seats of all probes answer in one batched call per attempt.
@@ -262,7 +252,7 @@ def _scored(episode: Episode, kind: str, rule: _Rule, corrections: int) -> Probe
         else:
             offered = complement(counts, claim)
             steps = refusal_steps(text, values[seat], offered, answer == "deal")
-    joint = _joint_values(state, seat)
+    joint = joint_values(counts, values, seat)
     top = max(joint.values())
     best = share is not None and joint[share] == top
     chance = sum(v == top for v in joint.values()) / len(joint)
