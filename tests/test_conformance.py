@@ -8,7 +8,7 @@ import pytest
 
 from stratagem.agent import Decision
 from stratagem.episode import Episode
-from stratagem.game import HasPayoffBounds, chat_for
+from stratagem.game import HasHeldOutScenarios, HasPayoffBounds, chat_for
 from stratagem.games import GAMES, get_game
 from stratagem.metrics.sepo import SEPOGame
 from stratagem.play import EpisodeSpec, play, play_one
@@ -211,3 +211,18 @@ def test_strategy_probabilities_are_distributions_over_legal_actions(name):
                 assert {game.token(a) for a, p in probs.items() if p > 0} <= set(obs.legal)
                 actions[seat] = strategy.act([obs])[0].action
             state.apply(actions)
+
+
+@pytest.mark.parametrize("name", GAME_NAMES)
+def test_training_scenarios_are_seeded_and_played_as_drawn(name):
+    """A game that holds scenarios out for evaluation (HasHeldOutScenarios) draws a training
+    scenario from (split seed, seed) alone, and an episode given it plays exactly it."""
+    game = get_game(name)
+    if not isinstance(game, HasHeldOutScenarios):
+        pytest.skip(f"{name} holds no scenarios out")
+    drawn = [game.training_scenario(42, seed) for seed in range(40)]
+    assert drawn == [get_game(name).training_scenario(42, seed) for seed in range(40)]
+    assert len({repr(s) for s in drawn}) > 1
+    agents = (RandomLegal(game), RandomLegal(game))
+    (trace,) = play(game, [EpisodeSpec("e", 7, agents, {}, drawn[0])])
+    assert trace.scenario == game.from_scenario(drawn[0], 7).scenario()
