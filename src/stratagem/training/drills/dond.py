@@ -66,6 +66,7 @@ from typing import ClassVar, cast
 from stratagem.agent import Agent
 from stratagem.episode import Episode
 from stratagem.errors import ConfigError
+from stratagem.game import HasHeldOutScenarios
 from stratagem.games import get_game
 from stratagem.games.dond import ITEMS, DondView, Items, Say, Turn, complement, divisions
 from stratagem.play import EpisodeSpec, play
@@ -299,7 +300,8 @@ def _drill_chats(n: int, seed: int, drill_partner: DrillPartner) -> Iterator[Cha
             game_seed,
             (partner, partner),
             {"names": (NAME, NAME)},
-            games[lam].training_scenario(seed, game_seed),  # never an evaluation context
+            # never an evaluation context
+            cast(HasHeldOutScenarios, games[lam]).training_scenario(seed, game_seed),
         )
         (trace,) = play(games[lam], [spec], on_episode=finished.append)
         episode = finished.pop()
