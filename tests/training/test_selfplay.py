@@ -4,12 +4,14 @@ run end to end on a tiny random LM (resume after a kill equals an uninterrupted 
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 
 import pytest
 import torch
 
 from stratagem.agent import Decision
+from stratagem.backends.hf import HFBackend
 from stratagem.episode import Episode
 from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.game import RoundResult
@@ -357,7 +359,19 @@ def test_one_iteration_end_to_end_and_resume_equals_uninterrupted(
 ):
     quiet = lambda _: None  # noqa: E731
     full = tmp_path / "full"
+    live_backends = []  # at each release of memory: the games' backends still reachable
+
+    def release() -> bool:
+        gc.collect()
+        live = [o for o in gc.get_objects() if isinstance(o, HFBackend)]
+        live_backends.append(sum(b.model_id.startswith("selfplay:") for b in live))
+        return True
+
+    monkeypatch.setattr(selfplay, "release_memory", release)
     train_selfplay(tiny_settings(tiny_model, full), log=quiet)
+    # after each evaluation (3), each iteration's games (2) and its fine-tuning (2), with no
+    # backend (and its prompt caches) left alive to hold memory through the next phase
+    assert live_backends == [0] * 7
 
     # the kept set of iteration 1 is what the filter picks from the iteration's training games
     state = json.loads((full / "checkpoint-2/trainer_state.json").read_text())
@@ -474,3 +488,46 @@ def test_iterations_table_shows_joint_best_and_the_openers_share_and_dashes_for_
     assert first.split("|")[5].strip() == first.split("|")[6].strip() == "—"
     assert second.split("|")[5].strip() == "0.62 ± 0.05"
     assert second.split("|")[6].strip() == "0.82 ± 0.05" and "58 / 128" in second
+
+
+def test_gradient_checkpointing_gives_the_same_sft_and_is_off_again_for_the_games(
+    tiny_model, tmp_path, monkeypatch
+):
+    import transformers.modeling_utils
+
+    from stratagem.training.policy import load_policy
+
+    recomputed = []
+    real_checkpoint = transformers.modeling_utils.checkpoint
+
+    def checkpoint(*args, **kwargs):
+        recomputed.append(1)
+        return real_checkpoint(*args, **kwargs)
+
+    monkeypatch.setattr(transformers.modeling_utils, "checkpoint", checkpoint)
+
+    def trained(checkpointing: bool):
+        args = tiny_settings(tiny_model, tmp_path / str(checkpointing), lora_dropout=0.1)
+        args = dataclasses.replace(args, gradient_checkpointing=checkpointing)
+        policy, tokenizer = load_policy(args)
+        ids = tokenizer("I propose: book=1 hat=2 ball=0. Deal?")["input_ids"]
+        rows = [{"input_ids": ids, "labels": [-100] * 4 + ids[4:]} for _ in range(4)]
+        selfplay.fine_tune(policy, tokenizer, rows, args, 1)
+        layers = [m for m in policy.modules() if hasattr(m, "gradient_checkpointing")]
+        assert layers and not any(m.gradient_checkpointing for m in layers)
+        assert not policy.training  # the backend asks for the KV cache itself (use_cache=True)
+        return {k: v for k, v in policy.state_dict().items() if "lora_" in k}
+
+    plain = trained(False)
+    assert not recomputed
+    checkpointed = trained(True)
+    assert recomputed  # the decoder layers ran through torch's checkpoint
+    assert any(v.abs().sum() > 0 for k, v in plain.items() if "lora_B" in k)
+    for key in plain:  # dropout draws are replayed in the recomputation
+        assert torch.allclose(plain[key], checkpointed[key], atol=1e-6), key
+
+
+def test_gradient_checkpointing_is_not_part_of_a_runs_fingerprint(tiny_model, tmp_path):
+    args = tiny_settings(tiny_model, tmp_path)
+    on = dataclasses.replace(args, gradient_checkpointing=True)
+    assert args.fingerprint() == on.fingerprint()

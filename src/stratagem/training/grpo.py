@@ -39,6 +39,7 @@ import torch
 from stratagem.seeding import derive
 from stratagem.training.args import GRPOArgs
 from stratagem.training.checkpoints import Checkpoints, TrainerState
+from stratagem.training.memory import release_memory
 from stratagem.training.packing import Turn, sequences_of
 from stratagem.training.policy import enable_gradient_checkpointing, load_policy
 from stratagem.training.update import Reference, update
@@ -204,6 +205,7 @@ def train_grpo(args: GRPOArgs, task: GRPOTask, *, torch_seed: str, log: Log = pr
         for step in range(state.step, args.steps):
             start = time.perf_counter()
             rolled_out = task.rollouts(step)
+            release_memory()  # what the rollouts freed, before the update allocates
             sequences = sequences_of(rolled_out.samples, args.packing)
             rolled = time.perf_counter()
             rate = apply_schedule(optimizer, args, step)

@@ -108,6 +108,17 @@ def enable_gradient_checkpointing(policy: Any) -> None:
         policy.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
 
 
+def disable_gradient_checkpointing(policy: Any) -> None:
+    """Undo ``enable_gradient_checkpointing``: the decoder keeps its activations again and the
+    embeddings' input-gradient hook is removed."""
+    if hasattr(policy, "activation_checkpointing_disable"):
+        policy.activation_checkpointing_disable()
+    else:
+        policy.gradient_checkpointing_disable()
+    if hasattr(policy, "disable_input_require_grads"):
+        policy.disable_input_require_grads()
+
+
 def merge_adapters(model: Any, adapter: str | None) -> Any:
     """``model`` with each adapter folder of ``adapter`` (comma-separated, in order) merged into
     its weights; ``model`` itself when there is none."""

@@ -71,7 +71,12 @@ from stratagem.play import EpisodeSpec
 from stratagem.seeding import derive
 from stratagem.trace import Trace
 from stratagem.training.checkpoints import Checkpoints, NoOptimizer, TrainerState
-from stratagem.training.policy import load_policy
+from stratagem.training.memory import release_memory
+from stratagem.training.policy import (
+    disable_gradient_checkpointing,
+    enable_gradient_checkpointing,
+    load_policy,
+)
 from stratagem.training.rollouts import opponent as opponent_agent
 from stratagem.training.selfplay_args import SelfPlayArgs, dond_game
 from stratagem.training.selfplay_data import kept_seats, play_games, sft_rows, stalled
@@ -158,7 +163,9 @@ def fine_tune(
         output_dir=args.out / "sft",
         seed=derive(args.seed, "selfplay-sft", iteration) % 2**31,
         bf16=next(policy.parameters()).dtype == torch.bfloat16,
-        gradient_checkpointing=False,  # it would turn the model's KV cache off for the games
+        # on request, set on the model here and taken off after: the Trainer's own would also
+        # turn off the model's KV cache, which the next games need
+        gradient_checkpointing=False,
         save_strategy="no",
         eval_strategy="no",
         logging_steps=10,
@@ -169,8 +176,14 @@ def fine_tune(
         train_dataset=Dataset.from_list(rows),
         processing_class=tokenizer,
     )
-    result = trainer.train()
-    policy.eval()
+    if args.gradient_checkpointing:
+        enable_gradient_checkpointing(policy)
+    try:
+        result = trainer.train()
+    finally:
+        if args.gradient_checkpointing:
+            disable_gradient_checkpointing(policy)
+        policy.eval()
     return {"sft_loss": float(result.training_loss), "sft_steps": int(result.global_step)}
 
 
@@ -189,6 +202,7 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
         "patience": args.patience,
         "max_live": args.max_live,
         "save_total_limit": args.save_total_limit,
+        "gradient_checkpointing": args.gradient_checkpointing,
     }
     with Checkpoints(
         args.out, args.fingerprint(), keep=args.save_total_limit, runtime=runtime
@@ -211,6 +225,8 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
             row = evaluation_row(
                 iteration, games("selfplay", agent, iteration), games("fixed", agent, iteration)
             )
+            del agent  # and with it the backend's prompt caches
+            release_memory()
             row["eval_seconds"] = time.perf_counter() - start
             state.record_eval(row, args.selection)
             log(json.dumps({"iteration": iteration, **headline(row)}))
@@ -233,6 +249,8 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
             start = time.perf_counter()
             agent = selfplay_agent(policy, tokenizer, game, args, iteration - 1)
             traces = games("train", agent, iteration)
+            del agent  # its prompt caches have no use in the fine-tuning
+            release_memory()  # what the games freed, before the fine-tuning allocates
             played = time.perf_counter()
             finished = complete(traces)
             kept = kept_seats(traces, args.lam, per_context=args.plays_per_context > 1)
@@ -253,6 +271,7 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
             }
             if rows:
                 entry.update(fine_tune(policy, tokenizer, rows, args, iteration))
+                release_memory()
             else:
                 mean = "its context's mean" if args.plays_per_context > 1 else "the mean"
                 log(f"iteration {iteration}: no game above {mean}; the policy stays as it is")

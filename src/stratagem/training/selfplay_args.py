@@ -22,6 +22,15 @@ from stratagem.training.args import (
     require_at_least,
 )
 
+# how a run is carried out, not what it computes: left out of a run's fingerprint
+RUNTIME_OPTIONS = (
+    "iterations",
+    "patience",
+    "max_live",
+    "save_total_limit",
+    "gradient_checkpointing",
+)
+
 
 @dataclass
 class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
@@ -64,6 +73,10 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
     """Peak learning rate of each iteration's SFT (cosine schedule)."""
     epochs: PositiveFloat = 3.0
     """Passes over an iteration's kept chats (seed 002: 3)."""
+    gradient_checkpointing: bool = False
+    """Recompute the decoder's activations in the backward pass of each iteration's SFT: a
+    fraction of its memory, at more time (the games keep their KV cache). The same updates:
+    left out of the fingerprint, so a run may resume with it on or off."""
     contexts: Path | None = None
     """A context file in the original DoND format (a line per seat's view: count value count
     value count value) to play every game on, instead of every valid context; either way a
@@ -121,10 +134,11 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings that identify a run, as JSON values: ``iterations`` and ``patience`` are
-        left out (a run may be extended), as are ``max_live`` and ``save_total_limit`` (batching
-        and disk policy, not results); a context file is named by its path and content hash."""
+        left out (a run may be extended), as are ``max_live``, ``save_total_limit`` and
+        ``gradient_checkpointing`` (batching, disk and memory policy, not results); a context
+        file is named by its path and content hash."""
         d = asdict(self)
-        for runtime in ("iterations", "patience", "max_live", "save_total_limit"):
+        for runtime in RUNTIME_OPTIONS:
             d.pop(runtime)
         if d["plays_per_context"] == 1:  # added later: runs made before it resume
             d.pop("plays_per_context")
