@@ -10,7 +10,7 @@ batched generation per tick), drops the games' agent, then fine-tunes on the sea
 It reports the resident memory after the games, after the release, the peak resident memory of
 the fine-tuning alone (the peak is reset through ``/proc/self/clear_refs`` before it starts) and
 what stays resident after it, into the evaluation games that follow.
-The two modes alternate which goes first. Linux only (``/proc``). Prints medians and the ratios.
+The modes take turns going first. Linux only (``/proc``). Prints medians and the ratios.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from stratagem.training.selfplay_data import kept_seats, play_games, sft_rows
 def status(field):
     for line in open("/proc/self/status"):
         if line.startswith(field + ":"):
-            return int(line.split()[1]) / 2**20  # kB -> GB
+            return int(line.split()[1]) / 2**20  # kB -> GiB
 
 mode, games, adapter, out = sys.argv[1], int(sys.argv[2]), sys.argv[3] or None, Path(sys.argv[4])
 args = SelfPlayArgs(games=games, max_turns=6, max_new_tokens=80, temperature=0.5, lam=1.0,
@@ -102,7 +102,7 @@ def main() -> None:
         f"Deal or No Deal self-play iteration: {cli.games} games (at most 6 turns, 80 new tokens, "
         f"temperature 0.5), then one epoch of SFT on the seats above the mean; SmolLM2-135M"
         f"{' + ' + cli.adapter if cli.adapter else ''} on CPU ({os.cpu_count()} cores, load "
-        f"average {os.getloadavg()[0]:.1f}); medians of {cli.repeats} runs per mode; GB resident"
+        f"average {os.getloadavg()[0]:.1f}); medians of {cli.repeats} runs per mode; GiB resident"
     )
     print(
         "\n| mode | loaded | after the games | before the SFT | SFT peak | after the SFT "

@@ -49,3 +49,19 @@ def test_a_step_without_reward_differences_says_so(tiny_args, tmp_path, monkeypa
     entry, lines = run(tiny_args, tmp_path / "warm")
     assert entry["signal_tokens"] > 0 and entry["grad_norm"] > 0
     assert not any("no trained token" in x for x in lines)
+
+
+def test_each_step_releases_the_rollouts_memory_before_its_update(tiny_args, tmp_path, monkeypatch):
+    from stratagem.training import grpo
+
+    events: list[str] = []
+    real_update = grpo.update
+
+    def update(*args, **kwargs):
+        events.append("update")
+        return real_update(*args, **kwargs)
+
+    monkeypatch.setattr(grpo, "update", update)
+    monkeypatch.setattr(grpo, "release_memory", lambda: events.append("release") or True)
+    train_sepo(tiny_args(tmp_path / "run", steps=2, checkpoint_every=2), log=lambda _: None)
+    assert events == ["release", "update", "release", "update"]

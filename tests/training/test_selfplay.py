@@ -515,6 +515,7 @@ def test_gradient_checkpointing_gives_the_same_sft_and_is_off_again_for_the_game
         selfplay.fine_tune(policy, tokenizer, rows, args, 1)
         layers = [m for m in policy.modules() if hasattr(m, "gradient_checkpointing")]
         assert layers and not any(m.gradient_checkpointing for m in layers)
+        assert not policy.get_input_embeddings()._forward_hooks  # the input-grad hook is gone
         assert not policy.training  # the backend asks for the KV cache itself (use_cache=True)
         return {k: v for k, v in policy.state_dict().items() if "lora_" in k}
 

@@ -2,8 +2,9 @@
 
 A phase of games frees most of what it allocated (KV caches, logits, prompt tensors), but glibc
 keeps freed chunks in its arenas: after 16 Deal or No Deal self-play games on the embedded model
-a process held 3.4 GB of which 1.0 GB was live, and a 64-game phase left 10.4 GB held before
-its fine-tuning allocated on top (enough for the kernel to kill two runs side by side on 24 GiB).
+a process held 3.2 GiB of which 0.9 GiB stayed once trimmed, and a 64-game phase left about
+10 GiB held before its fine-tuning allocated on top (enough for the kernel to kill two runs
+side by side on 24 GiB).
 ``malloc_trim(0)`` returns the free pages of every arena; it takes milliseconds, against the
 minutes a phase of games takes. Elsewhere than glibc (macOS, musl) there is no such call and
 ``release_memory`` only collects garbage. ``benchmarks/selfplay_memory.py`` measures the effect.

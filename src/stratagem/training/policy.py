@@ -99,8 +99,9 @@ def load_base(model: str) -> tuple[Any, Any]:
 
 
 def enable_gradient_checkpointing(policy: Any) -> None:
-    """Recompute the decoder's activations in the backward pass (non-reentrant: the frozen
-    embeddings need no input-gradient hook); transformers 5 names it activation checkpointing."""
+    """Recompute the decoder's activations in the backward pass (non-reentrant; transformers 5
+    names it activation checkpointing and also hooks the embeddings so that their outputs
+    require grad, which ``disable_gradient_checkpointing`` removes again)."""
     kwargs = {"use_reentrant": False}
     if hasattr(policy, "activation_checkpointing_enable"):
         policy.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)

@@ -163,8 +163,8 @@ def fine_tune(
         output_dir=args.out / "sft",
         seed=derive(args.seed, "selfplay-sft", iteration) % 2**31,
         bf16=next(policy.parameters()).dtype == torch.bfloat16,
-        # on request, set on the model here and taken off after: the Trainer's own would also
-        # turn off the model's KV cache, which the next games need
+        # on request, set on the model here and taken off after the SFT: the Trainer's own flag
+        # would leave it on through the next games
         gradient_checkpointing=False,
         save_strategy="no",
         eval_strategy="no",
