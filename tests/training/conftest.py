@@ -60,3 +60,20 @@ def sft_adapter(tiny_model, tmp_path):
     )
     sft.save_pretrained(tmp_path / "sft")
     return str(tmp_path / "sft")
+
+
+@pytest.fixture
+def demonstrated_contexts(monkeypatch) -> list:
+    """The scenario (DoND context) of every game ``training.sft_data`` plays, in order."""
+    from stratagem.training import sft_data
+
+    played: list = []
+    real_play = sft_data.play
+
+    def recording_play(game, specs, **kw):
+        specs = list(specs)
+        played.extend(s.scenario for s in specs)
+        return real_play(game, specs, **kw)
+
+    monkeypatch.setattr(sft_data, "play", recording_play)
+    return played

@@ -121,20 +121,14 @@ def test_plays_per_context_play_each_context_in_a_row_each_game_its_own_seed():
         SelfPlayArgs(lam=-1.0, games=12, plays_per_context=4).check()
 
 
-def test_demonstrations_on_a_context_file_follow_its_split_or_refuse_clearly(tmp_path, monkeypatch):
+def test_demonstrations_on_a_context_file_follow_its_split_or_refuse_clearly(
+    tmp_path, demonstrated_contexts
+):
     """gen-sft --game dond -p contexts=FILE plays the file's training side; a file too small to
     hold a tenth out is a ConfigError naming why, before any chat is written."""
     from stratagem.training import sft_data
 
-    played = []
-    real_play = sft_data.play
-
-    def recording_play(game, specs, **kw):
-        specs = list(specs)
-        played.extend(s.scenario for s in specs)
-        return real_play(game, specs, **kw)
-
-    monkeypatch.setattr(sft_data, "play", recording_play)
+    played = demonstrated_contexts
     chosen = all_contexts()[::97]
     path = tmp_path / "contexts.txt"
     write_context_file(path, chosen)

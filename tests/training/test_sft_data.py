@@ -134,22 +134,14 @@ def test_simulated_chats_are_each_seats_dialogue_in_both_seats(tmp_path):
     assert sum(1 for _ in open(tmp_path / "dond/train.jsonl")) == 10
 
 
-def test_dond_demonstrations_never_show_a_context_their_seed_holds_out(monkeypatch):
+def test_dond_demonstrations_never_show_a_context_their_seed_holds_out(demonstrated_contexts):
     """`gen-sft --game dond --seed S` plays on the training side of split_contexts(contexts, S),
     whose held-out side `train selfplay --seed S` evaluates on (about a tenth of the contexts:
     160 games drawn from all of them would show ~16)."""
     from stratagem.games.dond import all_contexts, split_contexts
     from stratagem.training import sft_data
 
-    played = []
-    real_play = sft_data.play
-
-    def recording_play(game, specs, **kw):
-        specs = list(specs)
-        played.extend(s.scenario for s in specs)
-        return real_play(game, specs, **kw)
-
-    monkeypatch.setattr(sft_data, "play", recording_play)
+    played = demonstrated_contexts
     for seed in (42, 3):
         played.clear()
         chats = list(sft_data.simulated_chats("dond", ["FairSplit", "ValueGreedy"], 80, seed=seed))
