@@ -16,7 +16,18 @@ import typer
 from rich.console import Console
 
 from stratagem.cli import dialogue as live
-from stratagem.cli import evaluate, imitate, info, matrix, psro, report, serve, solve, tournament
+from stratagem.cli import (
+    evaluate,
+    imitate,
+    info,
+    matrix,
+    psro,
+    report,
+    selfplay_eval,
+    serve,
+    solve,
+    tournament,
+)
 from stratagem.cli import train as training
 from stratagem.cli.options import register
 from stratagem.errors import StratagemError
@@ -78,6 +89,13 @@ register(
     "tournament",
     tournament.TournamentConfig,
     tournament.tournament_command,
+    wrap=interruptible,
+)
+register(
+    app,
+    "selfplay-eval",
+    selfplay_eval.SelfPlayEvalConfig,
+    selfplay_eval.selfplay_eval_command,
     wrap=interruptible,
 )
 register(app, "gen-sft", training.GenSFTArgs, training.gen_sft_command, wrap=interruptible)

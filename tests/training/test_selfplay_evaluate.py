@@ -1,0 +1,160 @@
+"""``stratagem selfplay-eval``: a self-play run's checkpoints played again on more held-out games —
+the run's own games reused and reproduced, paired changes exact, bad inputs refused in one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from stratagem.errors import ConfigError
+from stratagem.game import RoundResult
+from stratagem.trace import Trace, read_traces, write_traces
+from stratagem.training import selfplay_evaluate
+from stratagem.training.selfplay import train_selfplay
+from stratagem.training.selfplay_evaluate import (
+    evaluate_checkpoints,
+    paired_change,
+    run_settings,
+    seed_from_run,
+)
+from tests.training.test_selfplay import steered, tiny_settings  # noqa: F401 - a fixture
+
+
+def game(index: int, payoffs, phase: str = "selfplay", seat: int = 0, status="complete") -> Trace:
+    return Trace(
+        episode_id=f"key/1/{phase}/{index}",
+        game="dond",
+        version=1,
+        seed=index,
+        agents=("m", "m"),
+        rounds=(RoundResult(0, (), payoffs, {"agreement": payoffs[0] > 0}),),
+        decisions=(),
+        status=status,
+        meta={"iteration": 1, "phase": phase, "index": index, "seat": seat},
+    )
+
+
+def test_the_paired_change_is_the_mean_of_each_games_difference():
+    before = [game(0, (6.0, 4.0)), game(1, (0.0, 0.0)), game(2, (8.0, 8.0))]
+    after = [game(2, (9.0, 9.0)), game(0, (5.0, 5.0)), game(1, (7.0, 9.0))]  # any order
+    change = paired_change(before, after, "selfplay")
+    # per game (mean of both seats): 0 → 0, +8, +1
+    assert change.n == 3 and change.value == pytest.approx(3.0)
+    assert change.stderr == pytest.approx((((-3) ** 2 + 5**2 + (-2) ** 2) / 2 / 3) ** 0.5)
+    # against the fixed agent only the policy's seat counts
+    fixed_before = [game(0, (6.0, 2.0), "fixed", seat=0), game(1, (3.0, 10.0), "fixed", seat=1)]
+    fixed_after = [game(0, (7.0, 0.0), "fixed", seat=0), game(1, (0.0, 4.0), "fixed", seat=1)]
+    assert paired_change(fixed_before, fixed_after, "fixed").value == pytest.approx(-2.5)
+    # a game that errored on either side is left out of the pairs
+    errored = [game(0, (0.0, 0.0), status="error"), game(1, (3.0, 3.0)), game(2, (8.0, 8.0))]
+    assert paired_change(before, errored, "selfplay").n == 2
+
+
+def test_seeding_copies_the_runs_own_games_of_the_phase_and_never_overwrites(tmp_path):
+    run = tmp_path / "run"
+    own = [game(0, (5.0, 5.0)), game(0, (4.0, 0.0), "fixed"), game(1, (1.0, 1.0))]
+    (run / "traces").mkdir(parents=True)
+    write_traces(run / "traces" / "iteration-1.jsonl", own)
+    target = tmp_path / "eval" / "selfplay" / "iteration-1.jsonl"
+    assert seed_from_run(run, 1, "selfplay", target) == 2
+    assert [t.meta["index"] for t in read_traces(target)] == [0, 1]
+    assert seed_from_run(run, 1, "selfplay", target) == 0  # a rerun keeps what was played
+    assert seed_from_run(run, 7, "fixed", tmp_path / "none.jsonl") == 0  # no traces: none
+    assert not list(tmp_path.rglob("*.partial"))
+
+
+def test_bad_runs_and_checkpoints_are_refused_before_any_model_loads(tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        "stratagem.training.policy.load_policy", lambda *a: pytest.fail("loaded a model")
+    )
+    with pytest.raises(ConfigError, match="no readable run.json"):
+        evaluate_checkpoints(tmp_path / "missing", [0], 10)
+    sepo = tmp_path / "sepo"
+    sepo.mkdir()
+    (sepo / "run.json").write_text(json.dumps({"fingerprint": {"game": "kuhn", "steps": 5}}))
+    with pytest.raises(ConfigError, match="not a run of `stratagem train selfplay`"):
+        evaluate_checkpoints(sepo, [0], 10)
+    run = tmp_path / "run"
+    run.mkdir()
+    fingerprint = tiny_settings("embedded", run).fingerprint()
+    (run / "run.json").write_text(json.dumps({"fingerprint": fingerprint, "key": "k"}))
+    (run / "checkpoint-0").mkdir()
+    (run / "checkpoint-0" / "COMPLETE").touch()
+    (run / "checkpoint-1").mkdir()  # killed before it was complete
+    with pytest.raises(ConfigError, match=r"no complete checkpoint-1 \(complete: 0\)"):
+        evaluate_checkpoints(run, [0, 1], 10)
+    with pytest.raises(ConfigError, match="--games"):
+        evaluate_checkpoints(run, [0], 0)
+    with pytest.raises(ConfigError, match="--phases: both"):
+        evaluate_checkpoints(run, [0], 5, phases=["both"])
+    assert run_settings(run, 40).eval_games == 40
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--checkpoints", "0,two"], "--checkpoints: whole numbers"),
+        (["--checkpoints", "1,1"], "each checkpoint once"),
+        (["--games", "0"], "games"),
+        ([], "no readable run.json"),
+    ],
+)
+def test_the_command_refuses_bad_input_in_one_line(tmp_path, args, message):
+    command = [sys.executable, "-m", "stratagem.cli.main", "selfplay-eval", str(tmp_path), *args]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 or "Usage" in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("steered")
+def test_a_reloaded_checkpoint_replays_the_runs_games_and_plays_more(
+    tiny_model, tmp_path, monkeypatch
+):
+    run = tmp_path / "run"
+    # a step large enough that iteration 1's policy plays other games than the start's
+    settings = tiny_settings(tiny_model, run, iterations=1, eval_games=2, learning_rate=5e-2)
+    train_selfplay(settings, log=lambda _: None)
+
+    results = evaluate_checkpoints(run, [0, 1], 3, log=lambda _: None)
+    out = run / "evaluation-3"
+    for phase in ("selfplay", "fixed"):
+        own = [t for t in read_traces(run / "traces/iteration-1.jsonl") if t.meta["phase"] == phase]
+        games = read_traces(out / phase / "iteration-1.jsonl")
+        assert [t.meta["index"] for t in games] == [0, 1, 2]
+        assert [t.to_json() for t in games[:2]] == [t.to_json() for t in own]  # copied
+    summary = json.loads((out / "summary.json").read_text())
+    assert [(r["phase"], r["checkpoint"]) for r in summary] == [
+        ("selfplay", 0),
+        ("selfplay", 1),
+        ("fixed", 0),
+        ("fixed", 1),
+    ]
+    assert summary[0]["paired_score_change"] is None
+    expected = paired_change(
+        read_traces(out / "selfplay/iteration-0.jsonl"),
+        read_traces(out / "selfplay/iteration-1.jsonl"),
+        "selfplay",
+    )
+    assert results[1].paired == expected and summary[1]["paired_score_change"][2] == 3
+    assert summary[1]["score"][2] == 3 and (out / "summary.md").read_text().count("\n") == 2 + 4 + 2
+
+    # played afresh instead of copied, the run's games come out token for token the same
+    monkeypatch.setattr(selfplay_evaluate, "seed_from_run", lambda *a: 0)
+    evaluate_checkpoints(run, [1], 2, phases=["selfplay"], log=lambda _: None)
+    replayed = read_traces(run / "evaluation-2/selfplay/iteration-1.jsonl")
+    own = [
+        t for t in read_traces(run / "traces/iteration-1.jsonl") if t.meta["phase"] == "selfplay"
+    ]
+    start = read_traces(run / "traces/iteration-0.jsonl")
+    start = [t for t in start if t.meta["phase"] == "selfplay"]
+    assert texts(replayed) == texts(own) != texts(start)
+
+
+def texts(traces) -> list[list[str]]:
+    """Every decision's text, game by game in index order."""
+    return [[d.text for d in t.decisions] for t in sorted(traces, key=lambda t: t.meta["index"])]
