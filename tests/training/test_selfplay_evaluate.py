@@ -11,6 +11,7 @@ import pytest
 
 from stratagem.errors import ConfigError
 from stratagem.game import RoundResult
+from stratagem.games.dond import all_contexts
 from stratagem.trace import Trace, read_traces, write_traces
 from stratagem.training import selfplay_evaluate
 from stratagem.training.selfplay import train_selfplay
@@ -21,6 +22,7 @@ from stratagem.training.selfplay_evaluate import (
     seed_from_run,
 )
 from tests.training.test_selfplay import steered, tiny_settings  # noqa: F401 - a fixture
+from tests.training.test_selfplay_contexts import write_context_file
 
 
 def game(index: int, payoffs, phase: str = "selfplay", seat: int = 0, status="complete") -> Trace:
@@ -91,6 +93,26 @@ def test_bad_runs_and_checkpoints_are_refused_before_any_model_loads(tmp_path, m
     with pytest.raises(ConfigError, match="--phases: both"):
         evaluate_checkpoints(run, [0], 5, phases=["both"])
     assert run_settings(run, 40).eval_games == 40
+
+
+def test_a_run_whose_inputs_moved_or_changed_is_refused(tmp_path):
+    contexts = tmp_path / "contexts.txt"
+    write_context_file(contexts, all_contexts()[::97])
+    run = tmp_path / "run"
+    run.mkdir()
+    fingerprint = tiny_settings("embedded", run, contexts=contexts).fingerprint()
+    (run / "run.json").write_text(json.dumps({"fingerprint": fingerprint, "key": "k"}))
+    assert run_settings(run, 5).contexts == contexts
+    write_context_file(contexts, all_contexts()[::89])
+    with pytest.raises(ConfigError, match="changed since"):
+        run_settings(run, 5)
+    contexts.unlink()
+    with pytest.raises(ConfigError, match="which is gone"):
+        run_settings(run, 5)
+    fingerprint.update(contexts=None, adapter=str(tmp_path / "sft/checkpoint-40"))
+    (run / "run.json").write_text(json.dumps({"fingerprint": fingerprint, "key": "k"}))
+    with pytest.raises(ConfigError, match="no such adapter folder"):
+        run_settings(run, 5)
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ from stratagem.metrics.dond import complete, dond_metrics
 from stratagem.metrics.estimate import Estimate, mean_estimate
 from stratagem.runs import read_fingerprint
 from stratagem.trace import Trace, read_traces, write_traces
-from stratagem.training.selfplay_args import SelfPlayArgs
+from stratagem.training.selfplay_args import SelfPlayArgs, dond_game
 
 PHASES = ("selfplay", "fixed")
 
@@ -61,7 +61,8 @@ def run_settings(run: Path, games: int) -> SelfPlayArgs:
     ``games``.
 
     Raises:
-        ConfigError: the folder is not a self-play run, or its context file changed since.
+        ConfigError: the folder is not a self-play run, its starting adapter is gone, or its
+            context file is gone or changed since.
     """
     stored = read_fingerprint(run)
     names = {f.name for f in fields(SelfPlayArgs)}
@@ -72,11 +73,10 @@ def run_settings(run: Path, games: int) -> SelfPlayArgs:
     if values.get("contexts") is not None:
         values["contexts"] = Path(values["contexts"])
     args = SelfPlayArgs(**values)
+    if args.contexts is not None and not args.contexts.is_file():
+        raise ConfigError(f"{run} played on {args.contexts}, which is gone")
+    args.check()  # e.g. a starting adapter moved away since
     if args.contexts is not None:
-        from stratagem.training.selfplay_args import dond_game
-
-        if not args.contexts.is_file():
-            raise ConfigError(f"{run} played on {args.contexts}, which is gone")
         if dond_game(args).params["contexts_sha256"] != stored.get("contexts_sha256"):
             raise ConfigError(f"{args.contexts} changed since {run} played on it")
     return args
@@ -150,7 +150,6 @@ def evaluate_checkpoints(
     from stratagem.training.policy import load_policy
     from stratagem.training.rollouts import opponent as opponent_agent
     from stratagem.training.selfplay import game_specs, selfplay_agent
-    from stratagem.training.selfplay_args import dond_game
     from stratagem.training.selfplay_data import play_games
 
     if games < 1:
