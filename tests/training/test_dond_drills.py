@@ -12,6 +12,7 @@ from stratagem.errors import ConfigError
 from stratagem.games.dond import complement, divisions, objective_text
 from stratagem.strategies.dond_talk import CLAIMS, DEALS, claim_in, deal_in, values_in
 from stratagem.training.drills import drills
+from stratagem.training.drills.dond import claim_flaw
 
 SHARE = re.compile(r"\((\d+) books, (\d+) hats, (\d+) balls\)")
 POOL = re.compile(r"items: (\d+) books?, (\d+) hats? and (\d+) balls?\.")
@@ -295,3 +296,66 @@ def test_drills_never_show_a_context_their_seed_holds_out_for_evaluation(kind):
             seen.add((counts, tuple(sorted(pair))))
         assert len(seen) > 100  # many contexts, not a handful
         assert not seen & held_out
+
+
+def test_a_claims_flaw_is_the_units_its_two_shares_leave_to_no_one_or_give_to_both():
+    claim = "You get (1 books, 0 hats, 0 balls) and I ask for (2 books, 1 hats, 1 balls)."
+    assert claim_flaw((3, 1, 1), claim) is None
+    assert claim_flaw((3, 1, 2), claim) == "That leaves 1 ball to no one."
+    assert claim_flaw((2, 1, 1), claim) == "That gives 1 book to both of us."
+    assert claim_flaw((3, 3, 0), claim) == (
+        "That leaves 2 hats to no one. That gives 1 ball to both of us."
+    )
+    assert claim_flaw((3, 1, 1), "I want (2 books, 1 hats, 1 balls).") is None  # one share
+
+
+def test_flawed_claim_drills_name_the_flaw_then_answer_the_share_claimed():
+    chats = list(drills("dond", 600, seed=5, joint=True, flawed=True))
+    assert len(chats) == 600
+    games = flawed = 0
+    previous = None
+    for chat in chats:
+        prompt = chat.messages[1]["content"]
+        if "The other player wrote" not in prompt:  # the claimant's chat: its accepter's follows
+            previous = chat
+            continue
+        games += 1
+        counts = tuple(map(int, POOL.search(chat.messages[0]["content"]).groups()))
+        values = tuple(map(int, VALUES.search(chat.messages[0]["content"]).groups()))
+        opening = prompt.split('The other player wrote: "', 1)[1].split('"\n', 1)[0]
+        claimed, written = claim_in(opening), shares(opening)[0]
+        answer = chat.messages[2]["content"]
+        mine = tuple(map(int, STATED.search(opening).groups()))
+        best = max(joint(counts, s, values, mine) for s in divisions(counts))
+        assert chat.agreement and chat.score == best  # every game still ends joint-best
+        missing = [n - c - w for n, c, w in zip(counts, claimed, written, strict=True)]
+        if not any(missing):
+            assert previous is not None  # an unflawed game keeps both chats, claimant first
+            assert not answer.startswith(("[message] That leaves", "[message] That gives"))
+            previous = None
+            continue
+        flawed += 1
+        assert previous is None  # the flawed claim is not taught: no claimant chat
+        # one unit of one item type off, named first, before the usual answer
+        assert sorted(map(abs, missing)) == [0, 0, 1]
+        item = ("book", "hat", "ball")[next(i for i, m in enumerate(missing) if m)]
+        words = "to no one" if sum(missing) > 0 else "to both of us"
+        flaw = f"That {'leaves' if sum(missing) > 0 else 'gives'} 1 {item} {words}."
+        assert answer.startswith(f"[message] {flaw} ")
+        # the share claimed is answered as an unflawed one would be: a deal that writes its true
+        # complement, or the counter-claim
+        if joint(counts, complement(counts, claimed), values, mine) == best:
+            assert deal_in(answer) == claimed
+            assert shares(answer)[1] == complement(counts, claimed) != written
+        else:
+            assert claim_in(answer) is not None and deal_in(answer) is None
+    assert 0.25 < flawed / games < 0.42  # a third of the opening claims
+
+
+def test_flawed_claims_are_for_joint_drills_only():
+    with pytest.raises(ConfigError, match="--drills-flawed is for joint drills"):
+        list(drills("dond", 4, seed=1, flawed=True))
+    with pytest.raises(ConfigError, match="--drills-flawed is for joint drills"):
+        list(drills("dond", 4, seed=1, refuse=True, flawed=True))
+    with pytest.raises(ConfigError, match="--drills-flawed is for --game dond"):
+        drills("bargaining", 4, seed=1, flawed=True)

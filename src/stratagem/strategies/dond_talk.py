@@ -41,6 +41,10 @@ def _share_pattern(count: str) -> str:
 
 
 _SHARE = _share_pattern(r"(\d+)")  # captures the three counts
+# a share as written in parentheses, anywhere in a message
+_SHARE_ANYWHERE = re.compile(
+    r"\(\s*(\d+)\s*books?\s*,\s*(\d+)\s*hats?\s*,?\s*(?:and\s+)?(\d+)\s*balls?\s*\)", re.I
+)
 _CLAIM = re.compile(
     r"\bI(?:'d|\s+would)?\s+(?:ask\s+for|want|take|get|keep|like|propose\s+to\s+keep)\s*" + _SHARE,
     re.I,
@@ -118,6 +122,11 @@ def claim_in(message: str) -> Items | None:
     if _DEAL.search(message):
         return None
     return _share(next(reversed(list(_CLAIM.finditer(message))), None))
+
+
+def shares_in(message: str) -> list[Items]:
+    """Every share a message writes, ``(n books, n hats, n balls)``, in order."""
+    return [(int(a), int(b), int(c)) for a, b, c in _SHARE_ANYWHERE.findall(message)]
 
 
 def deal_in(message: str) -> Items | None:

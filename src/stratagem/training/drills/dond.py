@@ -53,6 +53,18 @@ comparison is two numbers copied from the chat and one word after them, before t
 depends on them (as the bargaining responder's thought writes both prices before "higher" or
 "lower"). The games and the divisions claimed and answered are those of the same seed
 without it; only the words of the first answer differ.
+
+Flawed-claim drills (``flawed``, ``gen-sft --drills-joint --drills-flawed``) break a shortcut the
+drills above leave open. Every claim they show writes the reader's share as the exact complement
+of the writer's, so copying the claim's first share back into a deal is always right there; a
+135M model that learned them opens with claims whose two shares do not add up (a count
+miscomputed) and deals on them verbatim, and both seats then propose a division that fails
+(docs/results.md, Deal or No Deal: 48 of the 51 failed λ = 1 self-play games of the CPU runs).
+Here a third of the opening claims write the reader's share off by one unit of one item type —
+left to no one, or given to both — and the accepter first names the flaw ("That leaves 1 ball
+to no one." / "That gives a ball to both of us.") and then answers the share the claim asks for,
+as above: a deal writing the true complement, or its counter-claim. Only the accepter's chat of
+such a game is kept: the claimant's flawed claim is not something to learn.
 """
 
 from __future__ import annotations
@@ -66,9 +78,18 @@ from typing import ClassVar, cast
 from stratagem.agent import Agent
 from stratagem.episode import Episode
 from stratagem.errors import ConfigError
-from stratagem.game import HasHeldOutScenarios
+from stratagem.game import HasHeldOutScenarios, Seat
 from stratagem.games import get_game
-from stratagem.games.dond import ITEMS, DondView, Items, Say, Turn, complement, divisions
+from stratagem.games.dond import (
+    ITEMS,
+    DondView,
+    Items,
+    Say,
+    Turn,
+    complement,
+    divisions,
+    render_share,
+)
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
 from stratagem.strategies.dond import (
@@ -79,7 +100,7 @@ from stratagem.strategies.dond import (
     inferred_values,
     their_claim,
 )
-from stratagem.strategies.dond_talk import CLAIMS, VALUES, deal_in, values_text
+from stratagem.strategies.dond_talk import CLAIMS, VALUES, claim_in, deal_in, shares_in, values_text
 from stratagem.trace import Trace
 from stratagem.training.sft_data import Chat, agreement_of
 
@@ -103,6 +124,11 @@ class DrillPartner(Negotiator):
     def kept(self, trace: Trace) -> bool:
         """Whether a drill game played by this partner becomes drills: every one."""
         return True
+
+    def chat_seats(self, trace: Trace) -> tuple[Seat, ...]:
+        """The seats of a kept drill game whose chats become drills, the claimant's first."""
+        claimant = trace.decisions[0].seat
+        return (claimant, 1 - claimant)
 
     def demand(self, view: DondView) -> Items:
         """Never asked: the protocol asks for a demand only when a seat must claim again or has
@@ -195,6 +221,45 @@ def joint_check(mine: Items, theirs: Items) -> str:
     )
 
 
+FLAW_RATE = 1 / 3  # of flawed-claim drills' opening claims
+
+
+def written_rest(message: str) -> Items | None:
+    """The reader's share a claim message writes (its first share), or None."""
+    shares = shares_in(message)
+    return shares[0] if len(shares) == 2 else None
+
+
+def claim_flaw(counts: Items, message: str) -> str | None:
+    """What is wrong with the opening claim ``message`` on a pool of ``counts``: the units its two
+    shares leave to no one or give to both ("That leaves 1 ball to no one."), or None when they
+    add up (or it is not a claim of two shares)."""
+    claimed, rest = claim_in(message), written_rest(message)
+    if claimed is None or rest is None:
+        return None
+    parts = []
+    for item, n, mine, theirs in zip(ITEMS, counts, claimed, rest, strict=True):
+        missing = n - mine - theirs
+        if missing:
+            units = f"{abs(missing)} {item if abs(missing) > 1 else item.removesuffix('s')}"
+            parts.append(
+                f"That leaves {units} to no one."
+                if missing > 0
+                else f"That gives {units} to both of us."
+            )
+    return " ".join(parts) or None
+
+
+def flawed_rest(counts: Items, share: Items, rng: random.Random) -> Items:
+    """The complement of ``share``, one unit of one item type off: one fewer (left to no one)
+    where the complement has a unit, one more (given to both) where ``share`` has one."""
+    rest = list(complement(counts, share))
+    moves = [(i, -1) for i in range(3) if rest[i]] + [(i, +1) for i in range(3) if share[i]]
+    item, delta = rng.choice(moves)
+    rest[item] += delta
+    return cast(Items, tuple(rest))
+
+
 @dataclass(frozen=True)
 class JointDrillPartner(DrillPartner):
     """``DrillPartner`` for λ = 1, except that it opens with its values stated, deals only on a
@@ -203,6 +268,7 @@ class JointDrillPartner(DrillPartner):
     claimant deals."""
 
     check: bool = False  # the first answer writes the check in place of its values
+    flawed: bool = False  # a third of the opening claims write the reader's share wrong
 
     stream: ClassVar[str] = "joint-drills"
     lams: ClassVar[tuple[float, ...]] = (1.0,)
@@ -244,8 +310,28 @@ class JointDrillPartner(DrillPartner):
         turn = super().choose(view, rng)
         if not view.dialogue:
             stated = values_text(view.values, rng.randrange(len(VALUES)))
-            return Say(f"{stated} {cast(Say, turn).text}")
-        return _checked(self, view, turn)
+            claim = cast(Say, turn).text
+            if self.flawed and rng.random() < FLAW_RATE:
+                share = cast(Items, claim_in(claim))
+                wrong = flawed_rest(view.counts, share, rng)
+                right = complement(view.counts, share)
+                claim = claim.replace(render_share(right), render_share(wrong), 1)
+            return Say(f"{stated} {claim}")
+        turn = _checked(self, view, turn)
+        opening = view.their_messages()[0] if view.their_messages() else ""
+        flaw = None if view.my_messages() else claim_flaw(view.counts, opening)
+        if flaw is not None and isinstance(turn, Say):
+            return Say(f"{flaw} {turn.text}")
+        return turn
+
+    def chat_seats(self, trace: Trace) -> tuple[Seat, ...]:
+        """The accepter's seat only after a flawed opening claim, else both."""
+        claimant = trace.decisions[0].seat
+        counts = cast(Items, tuple(trace.scenario["counts"]))
+        opening = str(trace.decisions[0].action)  # the turn as written: "[message] ..."
+        if claim_flaw(counts, opening.removeprefix("[message] ")) is not None:
+            return (1 - claimant,)
+        return super().chat_seats(trace)
 
 
 def _checked(partner: RefusingDrillPartner | JointDrillPartner, view: DondView, turn: Turn) -> Turn:
@@ -257,20 +343,28 @@ def _checked(partner: RefusingDrillPartner | JointDrillPartner, view: DondView, 
     return turn
 
 
-OPTIONS = ("refuse", "joint", "check")  # the DrillSettings these drills take
+OPTIONS = ("refuse", "joint", "check", "flawed")  # the DrillSettings these drills take
 
 
 def drills(
-    n: int, seed: int, refuse: bool = False, joint: bool = False, check: bool = False
+    n: int,
+    seed: int,
+    refuse: bool = False,
+    joint: bool = False,
+    check: bool = False,
+    flawed: bool = False,
 ) -> Iterator[Chat]:
     """Returns ``n`` perspective drills (chats), deterministic in ``seed``: two per drill game,
     the claimant's first; with ``refuse``, refusal drills; with ``joint``, joint drills, whose
-    first answer writes its check with ``check`` (joint or refusal drills; module docstring).
+    first answer writes its check with ``check`` (joint or refusal drills) and a third of whose
+    opening claims are flawed with ``flawed`` (the accepter's chat only; module docstring).
 
     Raises:
-        ConfigError: both ``refuse`` and ``joint`` (two kinds of answer to the opening claim), or
-            ``check`` without either.
+        ConfigError: both ``refuse`` and ``joint`` (two kinds of answer to the opening claim),
+            ``check`` without either, or ``flawed`` without ``joint``.
     """
+    if flawed and not joint:
+        raise ConfigError("--drills-flawed is for joint drills: add --drills-joint")
     if check and not (joint or refuse):
         raise ConfigError(
             "--drills-check is for joint or refusal drills: add --drills-joint or --drills-refuse"
@@ -281,7 +375,7 @@ def drills(
         )
     partner: DrillPartner = DrillPartner()
     if joint or refuse:
-        partner = JointDrillPartner(check) if joint else RefusingDrillPartner(check)
+        partner = JointDrillPartner(check, flawed) if joint else RefusingDrillPartner(check)
     return _drill_chats(n, seed, partner)
 
 
@@ -309,8 +403,7 @@ def _drill_chats(n: int, seed: int, drill_partner: DrillPartner) -> Iterator[Cha
             raise AssertionError(f"drill game {index} did not agree: {trace.status}")
         if not drill_partner.kept(trace):
             continue
-        claimant = 0 if trace.decisions[0].seat == 0 else 1
-        for seat in (claimant, 1 - claimant):
+        for seat in drill_partner.chat_seats(trace):
             if made == n:
                 return
             messages = [
