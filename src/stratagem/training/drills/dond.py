@@ -59,7 +59,7 @@ drills above leave open. Every claim they show writes the reader's share as the 
 of the writer's, so copying the claim's first share back into a deal is always right there; a
 135M model that learned them opens with claims whose two shares do not add up (a count
 miscomputed) and deals on them verbatim, and both seats then propose a division that fails
-(docs/results.md, Deal or No Deal: 48 of the 51 failed λ = 1 self-play games of the CPU runs).
+(docs/results.md, Deal or No Deal: most failed λ = 1 self-play games of the CPU runs).
 Here a third of the opening claims write the reader's share off by one unit of one item type —
 left to no one, or given to both — and the accepter first names the flaw ("That leaves 1 ball
 to no one." / "That gives a ball to both of us.") and then answers the share the claim asks for,
