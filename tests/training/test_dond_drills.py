@@ -12,7 +12,7 @@ from stratagem.errors import ConfigError
 from stratagem.games.dond import complement, divisions, objective_text
 from stratagem.strategies.dond_talk import CLAIMS, DEALS, claim_in, deal_in, values_in
 from stratagem.training.drills import drills
-from stratagem.training.drills.dond import claim_flaw
+from stratagem.training.drills.dond_flaws import claim_flaw
 
 SHARE = re.compile(r"\((\d+) books, (\d+) hats, (\d+) balls\)")
 POOL = re.compile(r"items: (\d+) books?, (\d+) hats? and (\d+) balls?\.")

@@ -16,24 +16,14 @@ import typer
 from rich.console import Console
 
 from stratagem.cli import dialogue as live
-from stratagem.cli import (
-    evaluate,
-    imitate,
-    info,
-    matrix,
-    psro,
-    report,
-    selfplay_eval,
-    serve,
-    solve,
-    tournament,
-)
+from stratagem.cli import evaluate, imitate, info, matrix, psro, report, serve, solve, tournament
 from stratagem.cli import train as training
 from stratagem.cli.options import register
 from stratagem.errors import StratagemError
 from stratagem.launch import resume_command
 from stratagem.report.acceptance import AcceptanceConfig, acceptance_command
 from stratagem.report.claim_probe import ClaimProbeConfig, claim_probe_command
+from stratagem.report.selfplay_eval import SelfPlayEvalConfig, selfplay_eval_command
 
 app = typer.Typer(
     name="stratagem",
@@ -91,13 +81,7 @@ register(
     tournament.tournament_command,
     wrap=interruptible,
 )
-register(
-    app,
-    "selfplay-eval",
-    selfplay_eval.SelfPlayEvalConfig,
-    selfplay_eval.selfplay_eval_command,
-    wrap=interruptible,
-)
+register(app, "selfplay-eval", SelfPlayEvalConfig, selfplay_eval_command, wrap=interruptible)
 register(app, "gen-sft", training.GenSFTArgs, training.gen_sft_command, wrap=interruptible)
 trained = functools.partial(interruptible, kept="every finished checkpoint is kept")
 app.add_typer(training.train_app(trained), name="train")

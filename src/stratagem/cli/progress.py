@@ -7,9 +7,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 
 def progress_bar(console: Console) -> Progress:
-    """Returns the transient progress bar every long command uses: description, bar, done/total and
-    elapsed time.
-    """
+    """The transient progress bar of every long command: description, bar, done/total, time."""
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),

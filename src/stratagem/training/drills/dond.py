@@ -54,17 +54,8 @@ depends on them (as the bargaining responder's thought writes both prices before
 "lower"). The games and the divisions claimed and answered are those of the same seed
 without it; only the words of the first answer differ.
 
-Flawed-claim drills (``flawed``, ``gen-sft --drills-joint --drills-flawed``) break a shortcut the
-drills above leave open. Every claim they show writes the reader's share as the exact complement
-of the writer's, so copying the claim's first share back into a deal is always right there; a
-135M model that learned them opens with claims whose two shares do not add up (a count
-miscomputed) and deals on them verbatim, and both seats then propose a division that fails
-(docs/results.md, Deal or No Deal: most failed λ = 1 self-play games of the CPU runs).
-Here a third of the opening claims write the reader's share off by one unit of one item type —
-left to no one, or given to both — and the accepter first names the flaw ("That leaves 1 ball
-to no one." / "That gives a ball to both of us.") and then answers the share the claim asks for,
-as above: a deal writing the true complement, or its counter-claim. Only the accepter's chat of
-such a game is kept: the claimant's flawed claim is not something to learn.
+Flawed-claim drills (``flawed``, ``gen-sft --drills-joint --drills-flawed``): joint drills a third
+of whose opening claims write the reader's share one unit off; ``dond_flaws`` says why and how.
 """
 
 from __future__ import annotations
@@ -100,8 +91,9 @@ from stratagem.strategies.dond import (
     inferred_values,
     their_claim,
 )
-from stratagem.strategies.dond_talk import CLAIMS, VALUES, claim_in, deal_in, shares_in, values_text
+from stratagem.strategies.dond_talk import CLAIMS, VALUES, claim_in, deal_in, values_text
 from stratagem.trace import Trace
+from stratagem.training.drills.dond_flaws import FLAW_RATE, claim_flaw, flawed_rest
 from stratagem.training.sft_data import Chat, agreement_of
 
 LAMS = (0.0, 1.0)  # the objectives of the warm-start recipe, in turn
@@ -219,45 +211,6 @@ def joint_check(mine: Items, theirs: Items) -> str:
         + ("mine." if m > t else "yours." if m < t else "the same.")
         for item, m, t in zip(ITEMS, mine, theirs, strict=True)
     )
-
-
-FLAW_RATE = 1 / 3  # of flawed-claim drills' opening claims
-
-
-def written_rest(message: str) -> Items | None:
-    """The reader's share a claim message writes (its first share), or None."""
-    shares = shares_in(message)
-    return shares[0] if len(shares) == 2 else None
-
-
-def claim_flaw(counts: Items, message: str) -> str | None:
-    """What is wrong with the opening claim ``message`` on a pool of ``counts``: the units its two
-    shares leave to no one or give to both ("That leaves 1 ball to no one."), or None when they
-    add up (or it is not a claim of two shares)."""
-    claimed, rest = claim_in(message), written_rest(message)
-    if claimed is None or rest is None:
-        return None
-    parts = []
-    for item, n, mine, theirs in zip(ITEMS, counts, claimed, rest, strict=True):
-        missing = n - mine - theirs
-        if missing:
-            units = f"{abs(missing)} {item if abs(missing) > 1 else item.removesuffix('s')}"
-            parts.append(
-                f"That leaves {units} to no one."
-                if missing > 0
-                else f"That gives {units} to both of us."
-            )
-    return " ".join(parts) or None
-
-
-def flawed_rest(counts: Items, share: Items, rng: random.Random) -> Items:
-    """The complement of ``share``, one unit of one item type off: one fewer (left to no one)
-    where the complement has a unit, one more (given to both) where ``share`` has one."""
-    rest = list(complement(counts, share))
-    moves = [(i, -1) for i in range(3) if rest[i]] + [(i, +1) for i in range(3) if share[i]]
-    item, delta = rng.choice(moves)
-    rest[item] += delta
-    return cast(Items, tuple(rest))
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """``stratagem selfplay-eval``: a self-play run's checkpoints evaluated again, on more games
-(``training.selfplay_evaluate``)."""
+(``training.selfplay_evaluate``). The command's settings and body live here; the CLI only
+registers them."""
 
 from __future__ import annotations
 
