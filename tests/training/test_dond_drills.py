@@ -13,6 +13,7 @@ from stratagem.games.dond import complement, divisions, objective_text
 from stratagem.strategies.dond_talk import CLAIMS, DEALS, claim_in, deal_in, values_in
 from stratagem.training.drills import drills
 from stratagem.training.drills.dond_flaws import claim_flaw
+from stratagem.training.trl_config import refused_turns
 
 SHARE = re.compile(r"\((\d+) books, (\d+) hats, (\d+) balls\)")
 POOL = re.compile(r"items: (\d+) books?, (\d+) hats? and (\d+) balls?\.")
@@ -312,30 +313,27 @@ def test_a_claims_flaw_is_the_units_its_two_shares_leave_to_no_one_or_give_to_bo
 def test_flawed_claim_drills_name_the_flaw_then_answer_the_share_claimed():
     chats = list(drills("dond", 600, seed=5, joint=True, flawed=True))
     assert len(chats) == 600
-    games = flawed = 0
-    previous = None
-    for chat in chats:
-        prompt = chat.messages[1]["content"]
-        if "The other player wrote" not in prompt:  # the claimant's chat: its accepter's follows
-            previous = chat
-            continue
-        games += 1
-        counts = tuple(map(int, POOL.search(chat.messages[0]["content"]).groups()))
-        values = tuple(map(int, VALUES.search(chat.messages[0]["content"]).groups()))
-        opening = prompt.split('The other player wrote: "', 1)[1].split('"\n', 1)[0]
-        claimed, written = claim_in(opening), shares(opening)[0]
-        answer = chat.messages[2]["content"]
-        mine = tuple(map(int, STATED.search(opening).groups()))
+    flawed = 0
+    for claimant, accepter in zip(chats[::2], chats[1::2], strict=True):
+        counts = tuple(map(int, POOL.search(accepter.messages[0]["content"]).groups()))
+        values = tuple(map(int, VALUES.search(accepter.messages[0]["content"]).groups()))
+        opening = claimant.messages[2]
+        claimed, written = claim_in(opening["content"]), shares(opening["content"])[0]
+        answer = accepter.messages[2]["content"]
+        mine = tuple(map(int, STATED.search(opening["content"]).groups()))
         best = max(joint(counts, s, values, mine) for s in divisions(counts))
-        assert chat.agreement and chat.score == best  # every game still ends joint-best
+        assert claimant.agreement and claimant.score == accepter.score == best  # still joint-best
         missing = [n - c - w for n, c, w in zip(counts, claimed, written, strict=True)]
+        learned = [not r for r in refused_turns(claimant.messages)]
         if not any(missing):
-            assert previous is not None  # an unflawed game keeps both chats, claimant first
             assert not answer.startswith(("[message] That leaves", "[message] That gives"))
-            previous = None
+            assert all(learned) and all(not r for r in refused_turns(accepter.messages))
             continue
         flawed += 1
-        assert previous is None  # the flawed claim is not taught: no claimant chat
+        # the flawed claim stays in the claimant's context without loss; what follows it is
+        # learned, and every answer of the accepter
+        assert learned == [False] + [True] * (len(learned) - 1) and len(learned) > 1
+        assert all(not r for r in refused_turns(accepter.messages))
         # one unit of one item type off, named first, before the usual answer
         assert sorted(map(abs, missing)) == [0, 0, 1]
         item = ("book", "hat", "ball")[next(i for i, m in enumerate(missing) if m)]
@@ -349,7 +347,7 @@ def test_flawed_claim_drills_name_the_flaw_then_answer_the_share_claimed():
             assert shares(answer)[1] == complement(counts, claimed) != written
         else:
             assert claim_in(answer) is not None and deal_in(answer) is None
-    assert 0.25 < flawed / games < 0.42  # a third of the opening claims
+    assert 0.25 < flawed / 300 < 0.42  # a third of the opening claims
 
 
 def test_flawed_claims_are_for_joint_drills_only():

@@ -108,3 +108,19 @@ def test_flags_must_match_the_assistant_turns(tokenizer):
     row = dond_row_as_gen_sft_writes_it()
     with pytest.raises(ValueError, match="2 flags for 3 assistant turns"):
         tokenize_chat(tokenizer, row["messages"], 4096, trained=[True, True])
+
+
+def test_a_flawed_drill_claim_carries_no_loss_as_gen_sft_writes_it(tokenizer, tmp_path):
+    from stratagem.training.drills import drills
+    from stratagem.training.sft_data import write_chats
+
+    chats = list(drills("dond", 40, seed=5, joint=True, flawed=True))
+    write_chats("dond-drills", chats, tmp_path, seed=0)
+    rows = read_rows(tmp_path / "dond-drills" / "train.jsonl")
+    row = next(r for r in rows if any(m.get("refused") for m in r["messages"]))
+    answers = [m["content"] for m in row["messages"] if m["role"] == "assistant"]
+    assert refused_turns(row["messages"]) == [True] + [False] * (len(answers) - 1)
+    tokens = chat_tokens(tokenizer, row, max_length=4096)
+    # the flawed claim stays in the context only; the deal and proposal after it are learned
+    assert tokenizer.decode(learned(tokens)) == "".join(a + END for a in answers[1:])
+    assert answers[0] in tokenizer.decode(tokens["input_ids"])

@@ -69,7 +69,7 @@ from typing import ClassVar, cast
 from stratagem.agent import Agent
 from stratagem.episode import Episode
 from stratagem.errors import ConfigError
-from stratagem.game import HasHeldOutScenarios, Seat
+from stratagem.game import HasHeldOutScenarios
 from stratagem.games import get_game
 from stratagem.games.dond import (
     ITEMS,
@@ -117,10 +117,9 @@ class DrillPartner(Negotiator):
         """Whether a drill game played by this partner becomes drills: every one."""
         return True
 
-    def chat_seats(self, trace: Trace) -> tuple[Seat, ...]:
-        """The seats of a kept drill game whose chats become drills, the claimant's first."""
-        claimant = trace.decisions[0].seat
-        return (claimant, 1 - claimant)
+    def masks_opening(self, trace: Trace) -> bool:
+        """Whether the claimant's opening claim of a kept drill game carries no loss: never."""
+        return False
 
     def demand(self, view: DondView) -> Items:
         """Never asked: the protocol asks for a demand only when a seat must claim again or has
@@ -277,14 +276,12 @@ class JointDrillPartner(DrillPartner):
             return Say(f"{flaw} {turn.text}")
         return turn
 
-    def chat_seats(self, trace: Trace) -> tuple[Seat, ...]:
-        """The accepter's seat only after a flawed opening claim, else both."""
-        claimant = trace.decisions[0].seat
+    def masks_opening(self, trace: Trace) -> bool:
+        """Whether the opening claim was flawed (``dond_flaws``): the claimant's chat keeps it in
+        its context without loss."""
         counts = cast(Items, tuple(trace.scenario["counts"]))
         opening = str(trace.decisions[0].action)  # the turn as written: "[message] ..."
-        if claim_flaw(counts, opening.removeprefix("[message] ")) is not None:
-            return (1 - claimant,)
-        return super().chat_seats(trace)
+        return claim_flaw(counts, opening.removeprefix("[message] ")) is not None
 
 
 def _checked(partner: RefusingDrillPartner | JointDrillPartner, view: DondView, turn: Turn) -> Turn:
@@ -310,7 +307,8 @@ def drills(
     """Returns ``n`` perspective drills (chats), deterministic in ``seed``: two per drill game,
     the claimant's first; with ``refuse``, refusal drills; with ``joint``, joint drills, whose
     first answer writes its check with ``check`` (joint or refusal drills) and a third of whose
-    opening claims are flawed with ``flawed`` (the accepter's chat only; module docstring).
+    opening claims are flawed with ``flawed`` (the claimant's flawed claim without loss;
+    ``dond_flaws``).
 
     Raises:
         ConfigError: both ``refuse`` and ``joint`` (two kinds of answer to the opening claim),
@@ -356,13 +354,18 @@ def _drill_chats(n: int, seed: int, drill_partner: DrillPartner) -> Iterator[Cha
             raise AssertionError(f"drill game {index} did not agree: {trace.status}")
         if not drill_partner.kept(trace):
             continue
-        for seat in drill_partner.chat_seats(trace):
+        claimant = trace.decisions[0].seat
+        for seat in (claimant, 1 - claimant):
             if made == n:
                 return
             messages = [
                 {"role": "system", "content": episode.rules(seat) or ""},
                 *(m.to_dict() for m in episode.chat(seat)),
             ]
+            if seat == claimant and drill_partner.masks_opening(trace):
+                # marked as an answer the game refused: in the context, without loss (SPEC §7)
+                opening = next(m for m in messages if m["role"] == "assistant")
+                opening["refused"] = True
             actions = tuple(d.action for d in trace.decisions if d.seat == seat)
             yield Chat(
                 "dond",

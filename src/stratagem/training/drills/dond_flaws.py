@@ -10,8 +10,11 @@ Here a third of the opening claims write the reader's share off by one unit of o
 left to no one, or given to both — and the accepter first names the flaw ("That leaves 1 ball
 to no one." / "That gives 1 ball to both of us.") and then answers the share the claim asks for,
 as a joint drill's accepter does: a deal writing the true complement, or its counter-claim.
-Only the accepter's chat of such a game is kept: the claimant's flawed claim is not something to
-learn.
+The claimant's chat of such a game keeps its flawed claim in the context without loss (marked as
+an answer the game refused, which ``train sft`` masks): the claim is not something to learn, but
+what follows it — the claimant dealing on a counter-claim, both proposals — is. (A first version
+dropped the claimant's chat of these games; its start made more perspective errors in dealing on
+counter-claims: docs/results.md.)
 """
 
 from __future__ import annotations

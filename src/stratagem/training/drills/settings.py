@@ -40,7 +40,7 @@ class DrillSettings:
     drills_flawed: bool = False
     """Joint drills a third of whose opening claims write the reader's share one unit off (an
     item left to no one or given to both); the accepter names the flaw before it answers, and
-    only its chat of such a game is kept."""
+    the flawed claim carries no loss."""
     drills_check: bool = False
     """Joint or refusal drills whose accepter first writes its check: per item type both values
     and whose it is (joint), or its best item and how many units the claim leaves it (refusal)."""
