@@ -64,7 +64,7 @@ import itertools
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar, cast
+from typing import Any, ClassVar, cast
 
 from stratagem.agent import Agent
 from stratagem.episode import Episode
@@ -358,7 +358,7 @@ def _drill_chats(n: int, seed: int, drill_partner: DrillPartner) -> Iterator[Cha
         for seat in (claimant, 1 - claimant):
             if made == n:
                 return
-            messages = [
+            messages: list[dict[str, Any]] = [
                 {"role": "system", "content": episode.rules(seat) or ""},
                 *(m.to_dict() for m in episode.chat(seat)),
             ]
