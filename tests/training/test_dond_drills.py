@@ -13,7 +13,6 @@ from stratagem.games.dond import complement, divisions, objective_text
 from stratagem.strategies.dond_talk import CLAIMS, DEALS, claim_in, deal_in, values_in
 from stratagem.training.drills import drills
 from stratagem.training.drills.dond_flaws import claim_flaw
-from stratagem.training.trl_config import refused_turns
 
 SHARE = re.compile(r"\((\d+) books, (\d+) hats, (\d+) balls\)")
 POOL = re.compile(r"items: (\d+) books?, (\d+) hats? and (\d+) balls?\.")
@@ -313,41 +312,46 @@ def test_a_claims_flaw_is_the_units_its_two_shares_leave_to_no_one_or_give_to_bo
 def test_flawed_claim_drills_name_the_flaw_then_answer_the_share_claimed():
     chats = list(drills("dond", 600, seed=5, joint=True, flawed=True))
     assert len(chats) == 600
-    flawed = 0
+    claims = flawed = 0
     for claimant, accepter in zip(chats[::2], chats[1::2], strict=True):
         counts = tuple(map(int, POOL.search(accepter.messages[0]["content"]).groups()))
         values = tuple(map(int, VALUES.search(accepter.messages[0]["content"]).groups()))
-        opening = claimant.messages[2]
-        claimed, written = claim_in(opening["content"]), shares(opening["content"])[0]
-        answer = accepter.messages[2]["content"]
-        mine = tuple(map(int, STATED.search(opening["content"]).groups()))
+        mine = tuple(map(int, STATED.search(claimant.messages[2]["content"]).groups()))
         best = max(joint(counts, s, values, mine) for s in divisions(counts))
         assert claimant.agreement and claimant.score == accepter.score == best  # still joint-best
-        missing = [n - c - w for n, c, w in zip(counts, claimed, written, strict=True)]
-        learned = [not r for r in refused_turns(claimant.messages)]
-        if not any(missing):
-            assert not answer.startswith(("[message] That leaves", "[message] That gives"))
-            assert all(learned) and all(not r for r in refused_turns(accepter.messages))
-            continue
-        flawed += 1
-        # the flawed claim stays in the claimant's context without loss; what follows it is
-        # learned, and every answer of the accepter
-        assert learned == [False] + [True] * (len(learned) - 1) and len(learned) > 1
-        assert all(not r for r in refused_turns(accepter.messages))
-        # one unit of one item type off, named first, before the usual answer
-        assert sorted(map(abs, missing)) == [0, 0, 1]
-        item = ("book", "hat", "ball")[next(i for i, m in enumerate(missing) if m)]
-        words = "to no one" if sum(missing) > 0 else "to both of us"
-        flaw = f"That {'leaves' if sum(missing) > 0 else 'gives'} 1 {item} {words}."
-        assert answer.startswith(f"[message] {flaw} ")
-        # the share claimed is answered as an unflawed one would be: a deal that writes its true
-        # complement, or the counter-claim
-        if joint(counts, complement(counts, claimed), values, mine) == best:
-            assert deal_in(answer) == claimed
-            assert shares(answer)[1] == complement(counts, claimed) != written
-        else:
-            assert claim_in(answer) is not None and deal_in(answer) is None
-    assert 0.25 < flawed / 300 < 0.42  # a third of the opening claims
+        # the messages in the order written: opening, answer, (deal on a counter-claim)
+        said = [m for m in accepter.messages[1:] if m["role"] == "assistant"]
+        heard = [m for m in claimant.messages[1:] if m["role"] == "assistant"]
+        dialogue = [x for pair in zip(heard, said, strict=False) for x in pair]
+        dialogue = [m for m in dialogue if m["content"].startswith("[message]")]
+        for message, reply in zip(dialogue, dialogue[1:] + [None], strict=True):
+            text = message["content"]
+            if claim_in(text) is None or deal_in(text) is not None:
+                assert not message.get("refused")  # deals are always learned
+                continue
+            claims += 1
+            written, claimed = shares(text)[-2:] if len(shares(text)) > 1 else (None, None)
+            missing = [n - c - w for n, c, w in zip(counts, claimed, written, strict=True)]
+            if not any(missing):
+                assert not message.get("refused")
+                assert not reply["content"].startswith(
+                    ("[message] That leaves", "[message] That gives")
+                )
+                continue
+            flawed += 1
+            # the flawed claim stays in its writer's context without loss
+            assert message.get("refused") is True
+            # one unit of one item type off, named first by the seat that answers it, which then
+            # answers the share claimed: a deal writing its true complement, or a counter-claim
+            assert sorted(map(abs, missing)) == [0, 0, 1]
+            item = ("book", "hat", "ball")[next(i for i, m in enumerate(missing) if m)]
+            words = "to no one" if sum(missing) > 0 else "to both of us"
+            flaw = f"That {'leaves' if sum(missing) > 0 else 'gives'} 1 {item} {words}."
+            assert reply["content"].startswith(f"[message] {flaw} ")
+            if deal_in(reply["content"]) is not None:
+                assert deal_in(reply["content"]) == claimed
+                assert shares(reply["content"])[1] == complement(counts, claimed) != written
+    assert 0.25 < flawed / claims < 0.42  # a third of the claims, openings and counter-claims
 
 
 def test_flawed_claims_are_for_joint_drills_only():

@@ -117,8 +117,8 @@ class DrillPartner(Negotiator):
         """Whether a drill game played by this partner becomes drills: every one."""
         return True
 
-    def masks_opening(self, trace: Trace) -> bool:
-        """Whether the claimant's opening claim of a kept drill game carries no loss: never."""
+    def unlearned(self, counts: Items, answer: str) -> bool:
+        """Whether an answer of a kept drill game carries no loss: none does."""
         return False
 
     def demand(self, view: DondView) -> Items:
@@ -258,30 +258,30 @@ class JointDrillPartner(DrillPartner):
 
     def choose(self, view: DondView, rng: random.Random) -> Turn:
         """Opening: its values, then a random claim; a deal with ``check``: the check, then the
-        deal; else the protocol's turn."""
+        deal; else the protocol's turn. With ``flawed``, a claim it answers that does not add up
+        is named first, and a third of the claims it writes are flawed (``dond_flaws``)."""
         turn = super().choose(view, rng)
         if not view.dialogue:
             stated = values_text(view.values, rng.randrange(len(VALUES)))
-            claim = cast(Say, turn).text
-            if self.flawed and rng.random() < FLAW_RATE:
-                share = cast(Items, claim_in(claim))
-                wrong = flawed_rest(view.counts, share, rng)
-                right = complement(view.counts, share)
-                claim = claim.replace(render_share(right), render_share(wrong), 1)
-            return Say(f"{stated} {claim}")
-        turn = _checked(self, view, turn)
-        opening = view.their_messages()[0] if view.their_messages() else ""
-        flaw = None if view.my_messages() else claim_flaw(view.counts, opening)
-        if flaw is not None and isinstance(turn, Say):
-            return Say(f"{flaw} {turn.text}")
+            turn = Say(f"{stated} {cast(Say, turn).text}")
+        else:
+            turn = _checked(self, view, turn)
+        if not self.flawed or not isinstance(turn, Say):
+            return turn
+        last = view.their_messages()[-1] if view.their_messages() else ""
+        if (flaw := claim_flaw(view.counts, last)) is not None:
+            turn = Say(f"{flaw} {turn.text}")
+        share = claim_in(turn.text)
+        if share is not None and deal_in(turn.text) is None and rng.random() < FLAW_RATE:
+            wrong = flawed_rest(view.counts, share, rng)
+            right = render_share(complement(view.counts, share))
+            turn = Say(turn.text.replace(right, render_share(wrong), 1))  # the reader's share
         return turn
 
-    def masks_opening(self, trace: Trace) -> bool:
-        """Whether the opening claim was flawed (``dond_flaws``): the claimant's chat keeps it in
-        its context without loss."""
-        counts = cast(Items, tuple(trace.scenario["counts"]))
-        opening = str(trace.decisions[0].action)  # the turn as written: "[message] ..."
-        return claim_flaw(counts, opening.removeprefix("[message] ")) is not None
+    def unlearned(self, counts: Items, answer: str) -> bool:
+        """Whether ``answer`` is a flawed claim (``dond_flaws``): kept in its writer's context,
+        without loss."""
+        return self.flawed and claim_flaw(counts, answer.removeprefix("[message] ")) is not None
 
 
 def _checked(partner: RefusingDrillPartner | JointDrillPartner, view: DondView, turn: Turn) -> Turn:
@@ -307,8 +307,8 @@ def drills(
     """Returns ``n`` perspective drills (chats), deterministic in ``seed``: two per drill game,
     the claimant's first; with ``refuse``, refusal drills; with ``joint``, joint drills, whose
     first answer writes its check with ``check`` (joint or refusal drills) and a third of whose
-    opening claims are flawed with ``flawed`` (the claimant's flawed claim without loss;
-    ``dond_flaws``).
+    claims are flawed with ``flawed`` (named by the seat answering them, without loss in the
+    writer's chat; ``dond_flaws``).
 
     Raises:
         ConfigError: both ``refuse`` and ``joint`` (two kinds of answer to the opening claim),
@@ -362,10 +362,13 @@ def _drill_chats(n: int, seed: int, drill_partner: DrillPartner) -> Iterator[Cha
                 {"role": "system", "content": episode.rules(seat) or ""},
                 *(m.to_dict() for m in episode.chat(seat)),
             ]
-            if seat == claimant and drill_partner.masks_opening(trace):
-                # marked as an answer the game refused: in the context, without loss (SPEC §7)
-                opening = next(m for m in messages if m["role"] == "assistant")
-                opening["refused"] = True
+            counts = cast(Items, tuple(trace.scenario["counts"]))
+            for message in messages:
+                if message["role"] == "assistant" and drill_partner.unlearned(
+                    counts, message["content"]
+                ):
+                    # marked as an answer the game refused: in the context, without loss
+                    message["refused"] = True
             actions = tuple(d.action for d in trace.decisions if d.seat == seat)
             yield Chat(
                 "dond",

@@ -38,9 +38,9 @@ class DrillSettings:
     """Dond drills under λ = 1 in which both seats state their values and the accepter deals
     only on a joint-best claim, else counter-claims the joint-best division."""
     drills_flawed: bool = False
-    """Joint drills a third of whose opening claims write the reader's share one unit off (an
-    item left to no one or given to both); the accepter names the flaw before it answers, and
-    the flawed claim carries no loss."""
+    """Joint drills a third of whose claims (openings and counter-claims) write the reader's
+    share one unit off (an item left to no one or given to both); the seat answering names the
+    flaw before it answers, and the flawed claim carries no loss."""
     drills_check: bool = False
     """Joint or refusal drills whose accepter first writes its check: per item type both values
     and whose it is (joint), or its best item and how many units the claim leaves it (refusal)."""
