@@ -3,6 +3,7 @@ the run's own games reused and reproduced, paired changes exact, bad inputs refu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -10,7 +11,6 @@ import sys
 import pytest
 
 from stratagem.errors import ConfigError
-from stratagem.game import RoundResult
 from stratagem.games.dond import all_contexts
 from stratagem.trace import Trace, read_traces, write_traces
 from stratagem.training import selfplay_evaluate
@@ -21,22 +21,13 @@ from stratagem.training.selfplay_evaluate import (
     run_settings,
     seed_from_run,
 )
-from tests.training.test_selfplay import steered, tiny_settings  # noqa: F401 - a fixture
+from tests.training.test_selfplay import result_trace, steered, tiny_settings  # noqa: F401
 from tests.training.test_selfplay_contexts import write_context_file
 
 
 def game(index: int, payoffs, phase: str = "selfplay", seat: int = 0, status="complete") -> Trace:
-    return Trace(
-        episode_id=f"key/1/{phase}/{index}",
-        game="dond",
-        version=1,
-        seed=index,
-        agents=("m", "m"),
-        rounds=(RoundResult(0, (), payoffs, {"agreement": payoffs[0] > 0}),),
-        decisions=(),
-        status=status,
-        meta={"iteration": 1, "phase": phase, "index": index, "seat": seat},
-    )
+    trace = result_trace(f"key/1/{phase}/{index}", payoffs, payoffs[0] > 0, status)
+    return dataclasses.replace(trace, meta={"phase": phase, "index": index, "seat": seat})
 
 
 def test_the_paired_change_is_the_mean_of_each_games_difference():
