@@ -15,7 +15,7 @@ failed games it is the counter-claim that does not add up and the claimant that 
 verbatim (docs/results.md), so both claims are drilled. A flawed claim stays in its writer's chat
 without loss (marked as an answer the game refused, which ``train sft`` masks): it is not
 something to learn, but everything around it is. (A first version flawed only the opening claim
-and dropped the claimant's chat of those games; its start failed as often, through perspective
+and dropped the claimant's chat of those games; its start failed more often, through perspective
 errors in the claimant's deal on the counter-claim: docs/results.md.)
 """
 
