@@ -43,12 +43,11 @@ def selfplay_eval_command(cfg: SelfPlayEvalConfig) -> None:
         table.add_column(name, justify="left" if name == "phase" else "right")
     for r in results:
         m = r.metrics
-        paired = "—" if r.paired is None else f"{r.paired.value:+.2f} ± {r.paired.stderr:.2f}"
         table.add_row(
             r.phase,
             str(r.checkpoint),
             str(m["score"]),
-            paired,
+            r.paired_text(),
             str(m["agreement_rate"]),
             str(m["joint_best_rate"]),
         )

@@ -47,6 +47,12 @@ class CheckpointEvaluation:
     metrics: dict[str, Estimate]
     paired: Estimate | None  # from the first checkpoint; None for that one
 
+    def paired_text(self) -> str:
+        """The paired change as a table cell: "+0.70 ± 0.62", or "—" for the first checkpoint."""
+        return (
+            "—" if self.paired is None else f"{self.paired.value:+.2f} ± {self.paired.stderr:.2f}"
+        )
+
     def row(self) -> dict[str, Any]:
         """The JSON form: ``{name: [value, stderr, n]}``."""
         as_list = lambda e: [e.value, e.stderr, e.n]  # noqa: E731
@@ -206,13 +212,12 @@ def summary_markdown(results: Sequence[CheckpointEvaluation], games: int) -> str
     for r in results:
         m = r.metrics
         failed = round(m["agreement_rate"].n * (1 - m["agreement_rate"].value))
-        paired = "—" if r.paired is None else f"{r.paired.value:+.2f} ± {r.paired.stderr:.2f}"
         cells = [
             r.phase,
             str(r.checkpoint),
             str(m["agreement_rate"].n),
             _pm(m["score"]),
-            paired,
+            r.paired_text(),
             _pm(m["agreement_rate"]),
             _pm(m["pareto_rate"]),
             _pm(m["joint_best_rate"]),

@@ -55,7 +55,8 @@ depends on them (as the bargaining responder's thought writes both prices before
 without it; only the words of the first answer differ.
 
 Flawed-claim drills (``flawed``, ``gen-sft --drills-joint --drills-flawed``): joint drills a third
-of whose opening claims write the reader's share one unit off; ``dond_flaws`` says why and how.
+of whose claims, openings and counter-claims, write the reader's share one unit off, named by the
+seat that answers; ``dond_flaws`` says why and how.
 """
 
 from __future__ import annotations
@@ -220,7 +221,7 @@ class JointDrillPartner(DrillPartner):
     claimant deals."""
 
     check: bool = False  # the first answer writes the check in place of its values
-    flawed: bool = False  # a third of the opening claims write the reader's share wrong
+    flawed: bool = False  # a third of the claims it writes put the reader's share one unit off
 
     stream: ClassVar[str] = "joint-drills"
     lams: ClassVar[tuple[float, ...]] = (1.0,)
