@@ -490,6 +490,47 @@ def test_iterations_table_shows_joint_best_and_the_openers_share_and_dashes_for_
     assert second.split("|")[6].strip() == "0.82 ± 0.05" and "58 / 128" in second
 
 
+def test_the_selection_games_score_is_in_the_row_and_the_table():
+    from stratagem.training.checkpoints import TrainerState
+    from stratagem.training.selfplay_report import evaluation_row, headline, iterations_markdown
+
+    def game(k, payoffs, status="complete"):
+        info = {"agreement": True, "item_scores": list(payoffs)}
+        trace = result_trace(f"0/select/{k}", payoffs, True, status)
+        return dataclasses.replace(trace, rounds=(RoundResult(0, (), payoffs, info),))
+
+    games = [game(0, (4.0, 6.0)), game(1, (2.0, 0.0)), game(2, (9.0, 9.0), "error")]
+    both = evaluation_row(0, [], [], games)
+    assert both["select_score"] == {"value": 3.0, "stderr": 2.0, "n": 2}  # (5, 1) over seats
+    assert both["select_errors"] == 1 and headline(both)["select_score"] == 3.0
+    seated = [dataclasses.replace(t, meta={"seat": k % 2}) for k, t in enumerate(games)]
+    policy = evaluation_row(0, [], [], seated, select_both_seats=False)
+    assert policy["select_score"]["value"] == 2.0  # seat 0 of the first, seat 1 of the second
+    assert "select_score" not in evaluation_row(0, [], [])
+    table = iterations_markdown(TrainerState(evals=[both]), "FairSplit").splitlines()
+    assert table[0].endswith("| selection games: score |")
+    assert table[2].endswith("| 3.00 ± 2.00 |")
+    assert table[0].count("|") == table[1].count("|") == table[2].count("|") == 15
+
+
+@pytest.mark.slow
+def test_a_run_with_selection_games_chooses_the_best_on_them(tiny_model, tmp_path, steered):
+    out = tmp_path / "run"
+    train_selfplay(tiny_settings(tiny_model, out, iterations=1, select_games=2), log=print)
+    state = json.loads((out / "checkpoint-1/trainer_state.json").read_text())
+    selected = [e["select_score"]["value"] for e in state["evals"]]
+    best = json.loads((out / "best.json").read_text())
+    assert best["metric"] == "select_score"
+    assert best["step"] == max(range(len(selected)), key=lambda k: (selected[k], -k))
+    for iteration in (0, 1):
+        written = read_traces(out / f"traces/iteration-{iteration}.jsonl")
+        select = [t for t in written if t.meta["phase"] == "select"]
+        assert sorted(t.meta["index"] for t in select) == [0, 1]
+        evaluated = {str(t.scenario) for t in written if t.meta["phase"] != "select"}
+        assert len(select) == 2 and not {str(t.scenario) for t in select} & evaluated
+    assert "selection games: score" in (out / "iterations.md").read_text()
+
+
 def test_gradient_checkpointing_gives_the_same_sft_and_is_off_again_for_the_games(
     tiny_model, tmp_path, monkeypatch
 ):

@@ -139,3 +139,50 @@ def test_demonstrations_on_a_context_file_follow_its_split_or_refuse_clearly(
     write_context_file(path, chosen[:1])
     with pytest.raises(ConfigError, match="too few"):
         list(sft_data.simulated_chats("dond", ["FairSplit"], 2, seed=42, params=params))
+
+
+def test_selection_games_draw_held_out_contexts_no_evaluation_game_uses():
+    agent, opponent = get_strategy("dond", "FairSplit"), get_strategy("dond", "Cooperative")
+    args = SelfPlayArgs(eval_games=100, select_games=60)
+    split = split_contexts(all_contexts(), args.seed)
+    evaluated = scenario_set(selfplay.game_specs("selfplay", agent, agent, args, 1))
+    evaluated |= scenario_set(selfplay.game_specs("fixed", agent, opponent, args, 1))
+    select = selfplay.game_specs("select", agent, opponent, args, 1)
+    chosen = scenario_set(select)
+    assert len(select) == 60 and len(chosen) > 50 and chosen <= set(split.held_out)
+    assert not chosen & evaluated and not chosen & {mirror(c) for c in evaluated}
+    assert all(s.agents == (agent, agent) for s in select)  # λ = 0: the self-play score
+    evaluation_seeds = {s.seed for s in selfplay.game_specs("selfplay", agent, agent, args, 1)}
+    assert not {s.seed for s in select} & evaluation_seeds
+    assert args.selection == "select_score"
+    # the same games every iteration, as the evaluation games
+    assert [s.scenario for s in selfplay.game_specs("select", agent, opponent, args, 3)] == [
+        s.scenario for s in select
+    ]
+    # under λ = -1 the selection follows the score against the fixed agent: so do its games
+    zero_sum = SelfPlayArgs(lam=-1.0, eval_games=10, select_games=4)
+    games = selfplay.game_specs("select", agent, opponent, zero_sum, 1)
+    assert [s.agents for s in games] == [(agent, opponent), (opponent, agent)] * 2
+    assert [s.meta["seat"] for s in games] == [0, 1, 0, 1]
+    assert "select_games" not in SelfPlayArgs().fingerprint()  # earlier runs resume
+    assert args.fingerprint()["select_games"] == 60
+    assert SelfPlayArgs().selection == "selfplay_score"
+    with pytest.raises(ConfigError, match="--select-games must be at least 0"):
+        SelfPlayArgs(select_games=-1).check()
+
+
+def test_selection_games_need_a_held_out_context_no_evaluation_game_uses(tmp_path, monkeypatch):
+    chosen = all_contexts()[::97]  # 60 contexts: a handful held out
+    path = tmp_path / "contexts.txt"
+    write_context_file(path, chosen)
+    args = SelfPlayArgs(contexts=path, eval_games=50, select_games=4, out=tmp_path / "run")
+    held_out = split_contexts(chosen, args.seed).held_out
+    with pytest.raises(ConfigError, match=f"all {len(held_out)} held-out contexts"):
+        selfplay.game_specs("select", None, None, args, 1)  # type: ignore[arg-type]
+
+    def load_policy(args):
+        raise AssertionError("the model loaded")
+
+    monkeypatch.setattr(selfplay, "load_policy", load_policy)
+    with pytest.raises(ConfigError, match="--select-games: .* lower --eval-games"):
+        selfplay.train_selfplay(args, log=lambda _: None)

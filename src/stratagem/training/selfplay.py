@@ -23,7 +23,10 @@ each iteration n = 1 … N:
    ``iterations.md``, and the iteration's checkpoint is written.
 5. **Stop early** once the selection score has not beaten its best for ``patience`` iterations
    (``stalled``). The selection score is the self-play score, except under λ = −1, where self-play
-   always scores 0 and the score against the fixed agent is used (``stop_on``).
+   always scores 0 and the score against the fixed agent is used (``stop_on``). It is taken on
+   the evaluation games themselves, unless ``--select-games M`` plays M more games each
+   evaluation, on held-out contexts no evaluation game uses, only to choose: a checkpoint chosen
+   on the games its row reports is chosen partly for their noise.
 
 Resume is at iteration boundaries: ``checkpoint-N`` holds the adapter after iteration N and the
 state, and a killed run restarts from the newest one. The games a killed iteration had finished
@@ -64,6 +67,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from stratagem.agent import Agent
+from stratagem.errors import ConfigError
 from stratagem.game import Game
 from stratagem.games.dond import DEFAULT_MAX_TURNS, ContextSplit, split_contexts
 from stratagem.metrics.dond import complete
@@ -109,8 +113,11 @@ def selfplay_agent(policy, tokenizer, game: Game, args: SelfPlayArgs, iteration:
     return LLMAgent(backend, game, sampling)
 
 
+EVAL_STREAMS = {"selfplay": "selfplay-eval", "fixed": "selfplay-fixed", "select": "selfplay-select"}
+
+
 def game_specs(
-    phase: Literal["train", "selfplay", "fixed"],
+    phase: Literal["train", "selfplay", "fixed", "select"],
     agent: Agent,
     opponent: Agent,
     args: SelfPlayArgs,
@@ -120,21 +127,25 @@ def game_specs(
     """The games of one phase of ``iteration``: ``train`` — K self-play games on fresh training
     contexts, each context drawn for ``plays_per_context`` games in a row (each game its own
     seed); ``selfplay`` — ``eval_games`` self-play games; ``fixed`` — ``eval_games`` games
-    against ``opponent``, the agent in seat k mod 2. Evaluation games draw held-out contexts,
-    the same ones every iteration. ``split`` defaults to the split of ``args``' contexts."""
+    against ``opponent``, the agent in seat k mod 2; ``select`` — ``select_games`` games of the
+    kind the selection follows (``fixed``'s under ``selects_on_fixed``, else ``selfplay``'s) on
+    held-out contexts no evaluation game is played on (``selection_split``). Evaluation games
+    draw held-out contexts, the same ones every iteration. ``split`` defaults to the split of
+    ``args``' contexts."""
     split = split or split_contexts(dond_game(args).contexts, args.seed)
+    if phase == "select":
+        split = selection_split(split, args)
     specs = []
-    count = args.games if phase == "train" else args.eval_games
+    count = {"train": args.games, "select": args.select_games}.get(phase, args.eval_games)
+    fixed = phase == "fixed" or (phase == "select" and args.selects_on_fixed)
     for k in range(count):
         meta: dict[str, Any] = {"iteration": iteration, "phase": phase, "index": k}
         if phase == "train":
             seed = derive(args.seed, "selfplay", iteration, k)
-            agents = (agent, agent)
-        elif phase == "selfplay":
-            seed = derive(args.seed, "selfplay-eval", k)
-            agents = (agent, agent)
         else:
-            seed = derive(args.seed, "selfplay-fixed", k)
+            seed = derive(args.seed, EVAL_STREAMS[phase], k)
+        agents = (agent, agent)
+        if fixed:
             meta["seat"] = k % 2
             agents = (agent, opponent) if k % 2 == 0 else (opponent, agent)
         draw_seed = seed
@@ -144,6 +155,24 @@ def game_specs(
         context = split.draw(held_out=phase != "train", seed=draw_seed)
         specs.append(EpisodeSpec(f"{iteration}/{phase}/{k}", seed, agents, meta, context))
     return specs
+
+
+def selection_split(split: ContextSplit, args: SelfPlayArgs) -> ContextSplit:
+    """``split`` without the evaluation games' contexts on its held-out side: the selection
+    games' contexts, so that the checkpoint chosen is not chosen on the games reported.
+
+    Raises:
+        ConfigError: the evaluation games use every held-out context.
+    """
+    used = [
+        split.draw(held_out=True, seed=derive(args.seed, EVAL_STREAMS[phase], k))
+        for phase in ("selfplay", "fixed")
+        for k in range(args.eval_games)
+    ]
+    try:
+        return split.without(used)
+    except ConfigError as e:
+        raise ConfigError(f"--select-games: {e}; lower --eval-games or add contexts") from None
 
 
 # ---- the SFT ----
@@ -195,6 +224,8 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
     args.check()
     game = dond_game(args)
     split = split_contexts(game.contexts, args.seed)
+    if args.select_games:
+        selection_split(split, args)  # refused before the model loads
     opponent = opponent_agent("dond", args.opponent)
     policy, tokenizer = load_policy(args)
     runtime = {
@@ -222,9 +253,9 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
             log(f"iteration {iteration}: evaluating ({args.eval_games} games per opponent)")
             start = time.perf_counter()
             agent = selfplay_agent(policy, tokenizer, game, args, iteration)
-            row = evaluation_row(
-                iteration, games("selfplay", agent, iteration), games("fixed", agent, iteration)
-            )
+            selfplay, fixed = games("selfplay", agent, iteration), games("fixed", agent, iteration)
+            select = games("select", agent, iteration) if args.select_games else None
+            row = evaluation_row(iteration, selfplay, fixed, select, not args.selects_on_fixed)
             del agent  # and with it the backend's prompt caches
             release_memory()
             row["eval_seconds"] = time.perf_counter() - start

@@ -59,6 +59,12 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
     stop_on: Literal["auto", "selfplay", "fixed"] = "auto"
     """The selection score of early stopping and best.json: the self-play score, the score against
     the fixed agent, or auto (self-play, except under λ = -1, where self-play always scores 0)."""
+    select_games: int = 0
+    """Games per evaluation played only to choose best.json and when to stop early, on held-out
+    contexts none of the evaluation games is played on (nor their mirrors), so that the rows
+    reported are not the games the best was chosen on: self-play games, or games against the
+    fixed agent where --stop-on follows that score. 0: choose on the evaluation games themselves,
+    which on a few dozen games picks noise (docs/results.md, Deal or No Deal)."""
     opponent: str = "FairSplit"
     """The fixed rule-based agent each iteration is also evaluated against."""
     eval_games: int = 100
@@ -96,6 +102,7 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
             ("games", 1),
             ("patience", 0),
             ("eval_games", 1),
+            ("select_games", 0),
             ("max_new_tokens", 1),
             ("max_live", 1),
             ("max_turns", 1),
@@ -140,8 +147,9 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
         d = asdict(self)
         for runtime in RUNTIME_OPTIONS:
             d.pop(runtime)
-        if d["plays_per_context"] == 1:  # added later: runs made before it resume
-            d.pop("plays_per_context")
+        for later in ("plays_per_context", "select_games"):  # added later: older runs resume
+            if d[later] == SelfPlayArgs.__dataclass_fields__[later].default:
+                d.pop(later)
         d["out"], d["adapter"] = normal_path(self.out), normal_paths(self.adapter)
         d["contexts"] = None if self.contexts is None else str(self.contexts)
         if self.contexts is not None:  # the file's content names the run, not only its path
@@ -149,10 +157,17 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
         return d
 
     @property
+    def selects_on_fixed(self) -> bool:
+        """Whether early stopping and best.json follow the score against the fixed agent."""
+        return self.stop_on == "fixed" or (self.stop_on == "auto" and self.lam == -1)
+
+    @property
     def selection(self) -> str:
-        """The evaluation row key early stopping and best.json follow."""
-        fixed = self.stop_on == "fixed" or (self.stop_on == "auto" and self.lam == -1)
-        return "fixed_score" if fixed else "selfplay_score"
+        """The evaluation row key early stopping and best.json follow: the selection games'
+        score with ``select_games``, else the evaluation games' own."""
+        if self.select_games:
+            return "select_score"
+        return "fixed_score" if self.selects_on_fixed else "selfplay_score"
 
 
 def dond_game(args: SelfPlayArgs) -> Any:

@@ -7,20 +7,32 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from stratagem.metrics.dond import dond_metrics
+from stratagem.metrics.dond import dond_metrics, scores
 from stratagem.trace import Trace
 from stratagem.training.checkpoints import TrainerState
 
 
-def evaluation_row(iteration: int, selfplay: list[Trace], fixed: list[Trace]) -> dict[str, Any]:
+def evaluation_row(
+    iteration: int,
+    selfplay: list[Trace],
+    fixed: list[Trace],
+    select: list[Trace] | None = None,
+    select_both_seats: bool = True,
+) -> dict[str, Any]:
     """The state's evaluation row of ``iteration``: every ``metrics.dond`` metric of the
     self-play games (both seats counted), prefixed ``selfplay_``, and of the games against the
-    fixed agent (the policy's seat), prefixed ``fixed_``."""
+    fixed agent (the policy's seat), prefixed ``fixed_``; with ``select``, the selection games'
+    score (both seats counted with ``select_both_seats``, else the policy's) as ``select_score``
+    and their errors as ``select_errors``."""
     row: dict[str, Any] = {"step": iteration}
     for prefix, traces, both in (("selfplay", selfplay, True), ("fixed", fixed, False)):
         for name, e in dond_metrics(traces, both_seats=both).items():
             row[f"{prefix}_{name}"] = {"value": e.value, "stderr": e.stderr, "n": e.n}
         row[f"{prefix}_errors"] = sum(t.status != "complete" for t in traces)
+    if select is not None:
+        e = scores(select, both_seats=select_both_seats)["score"]
+        row["select_score"] = {"value": e.value, "stderr": e.stderr, "n": e.n}
+        row["select_errors"] = sum(t.status != "complete" for t in select)
     return row
 
 
@@ -82,7 +94,10 @@ def iterations_markdown(state: TrainerState, opponent: str) -> str:
         f"| tokens / game | vocabulary | vs {opponent}: score | agreement | Pareto "
         "| kept / seats | SFT loss |"
     )
-    lines = [head, "|" + " ---: |" * 13]
+    chosen = any("select_score" in row for row in state.evals)
+    if chosen:  # the score best.json and early stopping follow, on games of their own
+        head += " selection games: score |"
+    lines = [head, "|" + " ---: |" * (13 + chosen)]
     for row in state.evals:
         n = row["step"]
         log = trained.get(n)
@@ -100,6 +115,7 @@ def iterations_markdown(state: TrainerState, opponent: str) -> str:
             f"| {row['selfplay_vocabulary_size']['value']:.0f} "
             f"| {cell(row, 'fixed_score')} | {cell(row, 'fixed_agreement_rate')} "
             f"| {cell(row, 'fixed_pareto_rate')} | {kept} | {loss} |"
+            + (f" {cell(row, 'select_score')} |" if chosen else "")
         )
     return "\n".join(lines) + "\n"
 
@@ -107,8 +123,11 @@ def iterations_markdown(state: TrainerState, opponent: str) -> str:
 def headline(row: dict) -> dict[str, float]:
     """The curves' quantities of an evaluation row, rounded, for the progress log."""
     keys = ("score", "agreement_rate", "pareto_rate", "dialogue_words", "vocabulary_size")
-    return {
+    out = {
         f"{prefix}_{k}": round(row[f"{prefix}_{k}"]["value"], 4)
         for prefix in ("selfplay", "fixed")
         for k in keys
     }
+    if "select_score" in row:
+        out["select_score"] = round(row["select_score"]["value"], 4)
+    return out

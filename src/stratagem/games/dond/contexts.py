@@ -14,7 +14,7 @@ import functools
 import hashlib
 import itertools
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,6 +154,24 @@ class ContextSplit:
         """Returns the context of a game seeded ``seed``, from the held-out or training side."""
         pool = self.held_out if held_out else self.train
         return random.Random(derive(seed, "context")).choice(pool)
+
+    def without(self, used: Collection[Context]) -> ContextSplit:
+        """This split with ``used`` and their mirrors (the same game seen from the other seat)
+        taken off the held-out side: where a second set of evaluation games, independent of the
+        first, draws its contexts.
+
+        Raises:
+            ConfigError: no held-out context would be left.
+        """
+        mirrors = {Context(c.counts, (c.values[1], c.values[0])) for c in used}
+        taken = set(used) | mirrors
+        rest = tuple(c for c in self.held_out if c not in taken)
+        if not rest:
+            raise ConfigError(
+                f"all {len(self.held_out)} held-out contexts are evaluation contexts already: "
+                "none is left for a second set of evaluation games"
+            )
+        return ContextSplit(self.train, rest)
 
 
 def split_contexts(
