@@ -490,6 +490,16 @@ def test_iterations_table_shows_joint_best_and_the_openers_share_and_dashes_for_
     assert second.split("|")[6].strip() == "0.82 ± 0.05" and "58 / 128" in second
 
 
+def test_a_score_over_no_game_is_never_the_best():
+    from stratagem.training.checkpoints import TrainerState
+
+    state = TrainerState()
+    cell = lambda v, n: {"select_score": {"value": v, "stderr": 0.0, "n": n}}  # noqa: E731
+    assert state.record_eval({"step": 0, **cell(-2.0, 8)}, "select_score")
+    assert not state.record_eval({"step": 1, **cell(0.0, 0)}, "select_score")  # all errored
+    assert state.best.step == 0 and len(state.evals) == 2
+
+
 def test_the_selection_games_score_is_in_the_row_and_the_table():
     from stratagem.training.checkpoints import TrainerState
     from stratagem.training.selfplay_report import evaluation_row, headline, iterations_markdown

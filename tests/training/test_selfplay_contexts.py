@@ -3,7 +3,9 @@ and evaluation contexts are held out from training by construction."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 
 import pytest
 
@@ -186,3 +188,40 @@ def test_selection_games_need_a_held_out_context_no_evaluation_game_uses(tmp_pat
     monkeypatch.setattr(selfplay, "load_policy", load_policy)
     with pytest.raises(ConfigError, match="--select-games: .* lower --eval-games"):
         selfplay.train_selfplay(args, log=lambda _: None)
+
+
+def test_the_training_and_evaluation_games_are_those_of_runs_made_before_selection_games():
+    """Old runs resume and are replayed (selfplay-eval) on exactly their games: the id, seed,
+    seats, meta and context of every game of every phase, pinned."""
+    a, b = get_strategy("dond", "FairSplit"), get_strategy("dond", "Cooperative")
+    rows = []
+    for args in (
+        SelfPlayArgs(games=20, eval_games=10),
+        SelfPlayArgs(games=12, eval_games=6, plays_per_context=4, lam=1.0, seed=7),
+        SelfPlayArgs(games=4, eval_games=4, lam=-1.0),
+    ):
+        for phase in ("train", "selfplay", "fixed"):
+            for iteration in (0, 1, 3):
+                for s in selfplay.game_specs(phase, a, b, args, iteration):
+                    agents = [x.name for x in s.agents]
+                    rows.append([s.episode_id, s.seed, agents, s.meta, s.scenario.to_dict()])
+    digest = hashlib.sha256(json.dumps(rows).encode()).hexdigest()
+    assert len(rows) == 228
+    assert digest == "1ff0599f3a9a1f523464c5a38a5ef5176f13b38f93df5eb0a86750d81eefb7c3"
+
+
+def test_games_replayed_past_a_runs_own_stay_off_its_selection_contexts():
+    from stratagem.training.selfplay_evaluate import off_selection
+
+    agent = get_strategy("dond", "FairSplit")
+    run = SelfPlayArgs(eval_games=24, select_games=48)
+    split = split_contexts(all_contexts(), run.seed)
+    chosen = scenario_set(selfplay.game_specs("select", agent, agent, run, 0))
+    replay = dataclasses.replace(run, eval_games=200)  # selfplay-eval --games 200
+    specs = selfplay.game_specs("selfplay", agent, agent, replay, 2, split)
+    moved = off_selection(specs, split, replay, own=24)
+    assert moved[:24] == specs[:24]  # the run's own games, as it played them
+    assert [s.seed for s in moved] == [s.seed for s in specs]
+    later = scenario_set(moved[24:])
+    assert not later & (chosen | {mirror(c) for c in chosen}) and later <= set(split.held_out)
+    assert scenario_set(specs[24:]) & chosen  # drawn plainly, they would overlap

@@ -64,9 +64,12 @@ class TrainerState:
     below: str | None = None  # the starting adapter, merged into the weights
 
     def record_eval(self, row: dict[str, Any], metric: str) -> bool:
-        """Appends a checkpoint evaluation; returns whether it is the new best by ``metric``."""
+        """Appends a checkpoint evaluation; returns whether it is the new best by ``metric``. A
+        score over no game (``"n": 0``: every game of it errored) is never the best."""
         self.evals.append(row)
         score = float(row[metric]["value"])
+        if row[metric].get("n") == 0:
+            return False
         if self.best is not None and score <= self.best.score:
             return False
         self.best = Best(

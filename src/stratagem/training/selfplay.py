@@ -224,8 +224,9 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
     args.check()
     game = dond_game(args)
     split = split_contexts(game.contexts, args.seed)
-    if args.select_games:
-        selection_split(split, args)  # refused before the model loads
+    if args.select_games:  # refused before the model loads
+        pool = len(selection_split(split, args).held_out)
+        log(f"selection: {args.select_games} games per evaluation on {pool} held-out contexts")
     opponent = opponent_agent("dond", args.opponent)
     policy, tokenizer = load_policy(args)
     runtime = {
@@ -250,7 +251,11 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
             return play_games(game, specs, path, ckpt.run.key, args.max_live)
 
         def evaluate(iteration: int) -> None:
-            log(f"iteration {iteration}: evaluating ({args.eval_games} games per opponent)")
+            selection = f", {args.select_games} to choose on" if args.select_games else ""
+            log(
+                f"iteration {iteration}: evaluating ({args.eval_games} games per opponent"
+                f"{selection})"
+            )
             start = time.perf_counter()
             agent = selfplay_agent(policy, tokenizer, game, args, iteration)
             selfplay, fixed = games("selfplay", agent, iteration), games("fixed", agent, iteration)
@@ -268,7 +273,9 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
             evaluate(0)
         status = "complete"
         for iteration in range(state.step + 1, args.iterations + 1):
-            scores = [e[args.selection]["value"] for e in state.evals]
+            # a score over no game (all errored) improves on nothing
+            cells = [e[args.selection] for e in state.evals]
+            scores = [c["value"] if c.get("n") != 0 else -math.inf for c in cells]
             if stalled(scores, args.patience):
                 log(
                     f"stopping early: {args.selection} has not beaten "

@@ -8,6 +8,9 @@ contexts, per-game seeds and seats) for the policy saved at each chosen checkpoi
 ``games`` games per phase. Games ``0 .. eval_games - 1`` of a phase are the run's own evaluation
 games, copied from its traces (a reloaded checkpoint plays them token for token as the run did:
 every decision samples with its own seed, whatever else is in the batch); the rest are played.
+For a run that chose its checkpoints on selection games (``--select-games``), the games beyond
+its own draw their contexts off the selection games' (and their mirrors), so that a checkpoint
+is not evaluated again on the contexts it was chosen on.
 
 Besides every ``metrics.dond`` metric per checkpoint, it reports the *paired* change of the score
 from the first checkpoint named: the mean over the same games of each game's difference (the
@@ -24,16 +27,21 @@ import json
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stratagem.errors import ConfigError
 from stratagem.metrics.dond import complete, dond_metrics
 from stratagem.metrics.estimate import Estimate, mean_estimate
 from stratagem.runs import read_fingerprint
+from stratagem.seeding import derive
 from stratagem.trace import Trace, read_traces, write_traces
 from stratagem.training.selfplay_args import SelfPlayArgs, dond_game
+
+if TYPE_CHECKING:
+    from stratagem.games.dond import ContextSplit
+    from stratagem.play import EpisodeSpec
 
 PHASES = ("selfplay", "fixed")
 
@@ -86,6 +94,27 @@ def run_settings(run: Path, games: int) -> SelfPlayArgs:
         if dond_game(args).params["contexts_sha256"] != stored.get("contexts_sha256"):
             raise ConfigError(f"{args.contexts} changed since {run} played on it")
     return args
+
+
+def off_selection(
+    specs: list[EpisodeSpec], split: ContextSplit, args: SelfPlayArgs, own: int
+) -> list[EpisodeSpec]:
+    """``specs`` (one evaluation phase of ``args``, a run that chose on selection games) with
+    every game past the run's ``own`` evaluation games drawn again, by its own seed, off the
+    held-out contexts of the run's selection games and their mirrors."""
+    from stratagem.training.selfplay import EVAL_STREAMS, selection_split
+
+    run_args = replace(args, eval_games=own)
+    selection = selection_split(split, run_args)
+    chosen = [
+        selection.draw(held_out=True, seed=derive(args.seed, EVAL_STREAMS["select"], k))
+        for k in range(args.select_games)
+    ]
+    rest = split.without(chosen)
+    return [
+        s if s.meta["index"] < own else replace(s, scenario=rest.draw(held_out=True, seed=s.seed))
+        for s in specs
+    ]
 
 
 def checkpoint_folder(run: Path, checkpoint: int) -> Path:
@@ -171,6 +200,7 @@ def evaluate_checkpoints(
     out = run / f"evaluation-{games}"
     game = dond_game(args)
     split = split_contexts(game.contexts, args.seed)
+    own = int(read_fingerprint(run)["eval_games"])  # the run's own games per phase
     fixed = opponent_agent("dond", args.opponent)
     policy, tokenizer = load_policy(args)
     played: dict[tuple[int, str], list[Trace]] = {}
@@ -183,6 +213,8 @@ def evaluate_checkpoints(
             copied = seed_from_run(run, k, phase, path)
             log(f"checkpoint {k}: {games} {phase} games ({copied} of them the run's own)")
             specs = game_specs(phase, agent, fixed, args, k, split)  # type: ignore[arg-type]
+            if args.select_games:
+                specs = off_selection(specs, split, args, own)
             played[k, phase] = play_games(game, specs, path, key, args.max_live)
         del agent  # and with it the backend's prompt caches
         release_memory()

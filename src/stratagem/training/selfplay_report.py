@@ -103,6 +103,9 @@ def iterations_markdown(state: TrainerState, opponent: str) -> str:
         log = trained.get(n)
         kept = f"{log['kept']} / {log['seats']}" if log else "—"
         loss = f"{log['sft_loss']:.3f}" if log and log.get("sft_loss") is not None else "—"
+        selected = ""
+        if chosen:
+            selected = f" {cell(row, 'select_score')} |" if "select_score" in row else " — |"
         # rows of runs made before these metrics existed lack them
         opener, best = (
             "—" if f"selfplay_{key}" not in row else cell(row, f"selfplay_{key}")
@@ -114,14 +117,14 @@ def iterations_markdown(state: TrainerState, opponent: str) -> str:
             f"| {cell(row, 'selfplay_dialogue_tokens', 0)} "
             f"| {row['selfplay_vocabulary_size']['value']:.0f} "
             f"| {cell(row, 'fixed_score')} | {cell(row, 'fixed_agreement_rate')} "
-            f"| {cell(row, 'fixed_pareto_rate')} | {kept} | {loss} |"
-            + (f" {cell(row, 'select_score')} |" if chosen else "")
+            f"| {cell(row, 'fixed_pareto_rate')} | {kept} | {loss} |" + selected
         )
     return "\n".join(lines) + "\n"
 
 
 def headline(row: dict) -> dict[str, float]:
-    """The curves' quantities of an evaluation row, rounded, for the progress log."""
+    """The curves' quantities of an evaluation row, and the selection games' score and errors
+    where it has them, rounded, for the progress log."""
     keys = ("score", "agreement_rate", "pareto_rate", "dialogue_words", "vocabulary_size")
     out = {
         f"{prefix}_{k}": round(row[f"{prefix}_{k}"]["value"], 4)
@@ -130,4 +133,5 @@ def headline(row: dict) -> dict[str, float]:
     }
     if "select_score" in row:
         out["select_score"] = round(row["select_score"]["value"], 4)
+        out["select_errors"] = row["select_errors"]
     return out
