@@ -18,7 +18,9 @@ self-play objective averaged over both seats, or the policy's score against the 
 which cancels the spread between contexts that an unpaired comparison carries.
 
 Writes ``RUN/evaluation-<games>/``: ``<phase>/iteration-K.jsonl`` (every game), ``summary.json``
-and ``summary.md``. A rerun skips the games already written and plays again those that errored.
+and ``summary.md`` (of the checkpoints and phases named in this call: naming again those of an
+earlier call reads their games back instead of playing them). A rerun skips the games already
+written and plays again those that errored.
 """
 
 from __future__ import annotations
