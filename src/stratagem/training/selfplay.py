@@ -69,7 +69,7 @@ from typing import Any, Literal
 from stratagem.agent import Agent
 from stratagem.errors import ConfigError
 from stratagem.game import Game
-from stratagem.games.dond import DEFAULT_MAX_TURNS, ContextSplit, split_contexts
+from stratagem.games.dond import DEFAULT_MAX_TURNS, Context, ContextSplit, split_contexts
 from stratagem.metrics.dond import complete
 from stratagem.play import EpisodeSpec
 from stratagem.seeding import derive
@@ -157,6 +157,13 @@ def game_specs(
     return specs
 
 
+def evaluation_contexts(split: ContextSplit, args: SelfPlayArgs, phase: str) -> list[Context]:
+    """The contexts ``game_specs`` draws for evaluation ``phase`` from ``split``, game by game."""
+    count = args.select_games if phase == "select" else args.eval_games
+    stream = EVAL_STREAMS[phase]
+    return [split.draw(held_out=True, seed=derive(args.seed, stream, k)) for k in range(count)]
+
+
 def selection_split(split: ContextSplit, args: SelfPlayArgs) -> ContextSplit:
     """``split`` without the evaluation games' contexts on its held-out side: the selection
     games' contexts, so that the checkpoint chosen is not chosen on the games reported.
@@ -164,11 +171,7 @@ def selection_split(split: ContextSplit, args: SelfPlayArgs) -> ContextSplit:
     Raises:
         ConfigError: the evaluation games use every held-out context.
     """
-    used = [
-        split.draw(held_out=True, seed=derive(args.seed, EVAL_STREAMS[phase], k))
-        for phase in ("selfplay", "fixed")
-        for k in range(args.eval_games)
-    ]
+    used = [c for phase in ("selfplay", "fixed") for c in evaluation_contexts(split, args, phase)]
     try:
         return split.without(used)
     except ConfigError as e:

@@ -64,8 +64,8 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
     contexts none of the evaluation games is played on (nor their mirrors), so that the rows
     reported are not the games the best was chosen on: self-play games, or games against the
     fixed agent where the selection follows that score (--stop-on fixed, or auto under λ = -1).
-    0: choose on the evaluation games themselves,
-    which on a few dozen games picks noise (docs/results.md, Deal or No Deal)."""
+    0: choose on the evaluation games themselves, which on a few dozen games picks noise
+    (docs/results.md, Deal or No Deal)."""
     opponent: str = "FairSplit"
     """The fixed rule-based agent each iteration is also evaluated against."""
     eval_games: int = 100

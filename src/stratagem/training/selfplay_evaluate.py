@@ -37,7 +37,6 @@ from stratagem.errors import ConfigError
 from stratagem.metrics.dond import complete, dond_metrics
 from stratagem.metrics.estimate import Estimate, mean_estimate
 from stratagem.runs import read_fingerprint
-from stratagem.seeding import derive
 from stratagem.trace import Trace, read_traces, write_traces
 from stratagem.training.selfplay_args import SelfPlayArgs, dond_game
 
@@ -104,15 +103,10 @@ def off_selection(
     """``specs`` (one evaluation phase of ``args``, a run that chose on selection games) with
     every game past the run's ``own`` evaluation games drawn again, by its own seed, off the
     held-out contexts of the run's selection games and their mirrors."""
-    from stratagem.training.selfplay import EVAL_STREAMS, selection_split
+    from stratagem.training.selfplay import evaluation_contexts, selection_split
 
-    run_args = replace(args, eval_games=own)
-    selection = selection_split(split, run_args)
-    chosen = [
-        selection.draw(held_out=True, seed=derive(args.seed, EVAL_STREAMS["select"], k))
-        for k in range(args.select_games)
-    ]
-    rest = split.without(chosen)
+    selection = selection_split(split, replace(args, eval_games=own))
+    rest = split.without(evaluation_contexts(selection, args, "select"))
     return [
         s if s.meta["index"] < own else replace(s, scenario=rest.draw(held_out=True, seed=s.seed))
         for s in specs
