@@ -24,6 +24,7 @@ from stratagem.trace import Trace, read_traces
 from stratagem.training import selfplay
 from stratagem.training.selfplay import SelfPlayArgs, train_selfplay
 from stratagem.training.selfplay_data import (
+    kept_partner_seats,
     kept_seats,
     label_runs,
     play_games,
@@ -90,6 +91,24 @@ def test_a_per_context_baseline_keeps_the_better_plays_of_every_context():
     assert kept == [("rich-a", 0), ("rich-a", 1), ("poor-a", 0), ("poor-a", 1)]
     with pytest.raises(ValueError, match="nocontext: the trace records no context"):
         kept_seats([*games, result_trace("nocontext", (1.0, 1.0), True)], 1.0, per_context=True)
+
+
+def test_partner_games_keep_the_policys_seat_above_its_own_mean():
+    """Against the fixed agent only the policy's seat (meta "seat") counts: its scores are 6, 2
+    and 7 (mean 5), whatever the fixed agent scored; an errored game is out of the mean."""
+    games = [
+        dataclasses.replace(result_trace("a", (6.0, 9.0), True), meta={"seat": 0}),
+        dataclasses.replace(result_trace("b", (9.0, 2.0), True), meta={"seat": 1}),
+        dataclasses.replace(result_trace("x", (10.0, 10.0), True, "error"), meta={"seat": 0}),
+        dataclasses.replace(result_trace("c", (0.0, 7.0), True), meta={"seat": 1}),
+    ]
+    kept = kept_partner_seats(games)
+    assert [(t.episode_id, s) for t, s in kept] == [("a", 0), ("c", 1)]
+    assert kept_partner_seats([]) == []
+    tied = [dataclasses.replace(result_trace(i, (3.0, 3.0), True), meta={"seat": 0}) for i in "pq"]
+    assert kept_partner_seats(tied) == []  # strictly above, as the self-play filter
+    with pytest.raises(ValueError, match="a: the trace does not say which seat"):
+        kept_partner_seats([result_trace("a", (1.0, 1.0), True)])
 
 
 class ScriptedSeats:
@@ -539,6 +558,28 @@ def test_a_run_with_selection_games_chooses_the_best_on_them(tiny_model, tmp_pat
         evaluated = {str(t.scenario) for t in written if t.meta["phase"] != "select"}
         assert len(select) == 2 and not {str(t.scenario) for t in select} & evaluated
     assert "selection games: score" in (out / "iterations.md").read_text()
+
+
+@pytest.mark.slow
+def test_partner_games_join_the_kept_set_with_the_policys_seat(tiny_model, tmp_path, steered):
+    out = tmp_path / "run"
+    train_selfplay(tiny_settings(tiny_model, out, iterations=1, partner_games=4), log=print)
+    written = read_traces(out / "traces/iteration-1.jsonl")
+    train = sorted(
+        (t for t in written if t.meta["phase"] == "train"), key=lambda t: t.meta["index"]
+    )
+    partner = [t for t in written if t.meta["phase"] == "partner"]
+    partner.sort(key=lambda t: t.meta["index"])
+    assert len(train) == 6 and [t.meta["seat"] for t in partner] == [0, 1, 0, 1]
+    expected = kept_seats(train, lam=0.0) + kept_partner_seats(partner)
+    listed = json.loads((out / "traces/kept-1.json").read_text())
+    assert listed == [[t.episode_id, seat] for t, seat in expected]
+    assert any("/partner/" in episode for episode, _ in listed), "a partner game was kept"
+    log = json.loads((out / "checkpoint-1/trainer_state.json").read_text())["log"][0]
+    assert log["partner_games"] == 4 and log["partner_kept"] == len(kept_partner_seats(partner))
+    assert log["seats"] == 12 + 4 and log["kept"] == len(expected) == log["rows"]
+    own = [t.rounds[-1].payoffs[t.meta["seat"]] for t in partner]
+    assert log["partner_score"] == pytest.approx(sum(own) / 4)
 
 
 def test_gradient_checkpointing_gives_the_same_sft_and_is_off_again_for_the_games(

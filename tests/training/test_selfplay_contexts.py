@@ -225,3 +225,27 @@ def test_games_replayed_past_a_runs_own_stay_off_its_selection_contexts():
     later = scenario_set(moved[24:])
     assert not later & (chosen | {mirror(c) for c in chosen}) and later <= set(split.held_out)
     assert scenario_set(specs[24:]) & chosen  # drawn plainly, they would overlap
+
+
+def test_partner_games_play_the_fixed_agent_on_training_contexts_alternating_seats():
+    agent, opponent = get_strategy("dond", "FairSplit"), get_strategy("dond", "Cooperative")
+    args = SelfPlayArgs(games=40, partner_games=40, eval_games=100)
+    split = split_contexts(all_contexts(), args.seed)
+    partner = selfplay.game_specs("partner", agent, opponent, args, 1)
+    assert len(partner) == 40
+    assert [s.agents for s in partner[:4]] == [(agent, opponent), (opponent, agent)] * 2
+    assert [s.meta["seat"] for s in partner[:4]] == [0, 1, 0, 1]
+    assert {s.meta["phase"] for s in partner} == {"partner"}
+    assert scenario_set(partner) <= set(split.train)  # trained on: never a held-out context
+    evaluated = scenario_set(selfplay.game_specs("fixed", agent, opponent, args, 1))
+    assert not scenario_set(partner) & (evaluated | {mirror(c) for c in evaluated})
+    train = selfplay.game_specs("train", agent, agent, args, 1)
+    assert not {s.seed for s in partner} & {s.seed for s in train}  # a stream of their own
+    assert not {s.episode_id for s in partner} & {s.episode_id for s in train}
+    later = selfplay.game_specs("partner", agent, opponent, args, 2)
+    assert [s.seed for s in later] != [s.seed for s in partner]  # fresh games every iteration
+    assert selfplay.game_specs("partner", agent, opponent, SelfPlayArgs(), 1) == []
+    assert "partner_games" not in SelfPlayArgs().fingerprint()  # earlier runs resume
+    assert args.fingerprint()["partner_games"] == 40
+    with pytest.raises(ConfigError, match="--partner-games must be at least 0"):
+        SelfPlayArgs(partner_games=-1).check()

@@ -13,6 +13,9 @@ each iteration n = 1 … N:
    mean is always 0, a seat of an agreement that scored exactly 0 is kept too (seed 002 §5.2).
    With ``--plays-per-context n`` (beyond the paper) each training context is played n times and
    a seat must beat the mean of its own context's seats instead.
+   With ``--partner-games P`` (beyond the paper) the policy also plays P games against the fixed
+   agent, and its seat of each that beats the mean of its seats there is kept as well
+   (``kept_partner_seats``): self-play alone can teach a policy its own partner's habits.
 3. **Fine-tune** the policy on the kept seats' chats with TRL's ``SFTTrainer``: the loss covers
    that seat's accepted answers only (``seat_tokens``). The other seat's turns and the game's
    corrections reach it as user turns; an answer the game refused stays in the context (the
@@ -83,7 +86,13 @@ from stratagem.training.policy import (
 )
 from stratagem.training.rollouts import opponent as opponent_agent
 from stratagem.training.selfplay_args import SelfPlayArgs, dond_game
-from stratagem.training.selfplay_data import kept_seats, play_games, sft_rows, stalled
+from stratagem.training.selfplay_data import (
+    kept_partner_seats,
+    kept_seats,
+    play_games,
+    sft_rows,
+    stalled,
+)
 from stratagem.training.selfplay_report import evaluation_row, headline, write_reports
 from stratagem.training.trl_config import IGNORE, sft_config
 
@@ -117,7 +126,7 @@ EVAL_STREAMS = {"selfplay": "selfplay-eval", "fixed": "selfplay-fixed", "select"
 
 
 def game_specs(
-    phase: Literal["train", "selfplay", "fixed", "select"],
+    phase: Literal["train", "partner", "selfplay", "fixed", "select"],
     agent: Agent,
     opponent: Agent,
     args: SelfPlayArgs,
@@ -126,22 +135,27 @@ def game_specs(
 ) -> list[EpisodeSpec]:
     """The games of one phase of ``iteration``: ``train`` — K self-play games on fresh training
     contexts, each context drawn for ``plays_per_context`` games in a row (each game its own
-    seed); ``selfplay`` — ``eval_games`` self-play games; ``fixed`` — ``eval_games`` games
-    against ``opponent``, the agent in seat k mod 2; ``select`` — ``select_games`` games of the
-    kind the selection follows (``fixed``'s under ``selects_on_fixed``, else ``selfplay``'s) on
-    held-out contexts no evaluation game is played on (``selection_split``). Evaluation games
-    draw held-out contexts, the same ones every iteration. ``split`` defaults to the split of
-    ``args``' contexts."""
+    seed); ``partner`` — ``partner_games`` games against ``opponent`` on fresh training
+    contexts, the agent in seat k mod 2; ``selfplay`` — ``eval_games`` self-play games;
+    ``fixed`` — ``eval_games`` games against ``opponent``, the agent in seat k mod 2;
+    ``select`` — ``select_games`` games of the kind the selection follows (``fixed``'s under
+    ``selects_on_fixed``, else ``selfplay``'s) on held-out contexts no evaluation game is played
+    on (``selection_split``). Evaluation games draw held-out contexts, the same ones every
+    iteration. ``split`` defaults to the split of ``args``' contexts."""
     split = split or split_contexts(dond_game(args).contexts, args.seed)
     if phase == "select":
         split = selection_split(split, args)
     specs = []
-    count = {"train": args.games, "select": args.select_games}.get(phase, args.eval_games)
-    fixed = phase == "fixed" or (phase == "select" and args.selects_on_fixed)
+    counts = {"train": args.games, "partner": args.partner_games, "select": args.select_games}
+    count = counts.get(phase, args.eval_games)
+    training = phase in ("train", "partner")
+    fixed = phase in ("fixed", "partner") or (phase == "select" and args.selects_on_fixed)
     for k in range(count):
         meta: dict[str, Any] = {"iteration": iteration, "phase": phase, "index": k}
         if phase == "train":
             seed = derive(args.seed, "selfplay", iteration, k)
+        elif phase == "partner":
+            seed = derive(args.seed, "selfplay-partner", iteration, k)
         else:
             seed = derive(args.seed, EVAL_STREAMS[phase], k)
         agents = (agent, agent)
@@ -152,7 +166,7 @@ def game_specs(
         if phase == "train" and args.plays_per_context > 1:
             group = k // args.plays_per_context
             draw_seed = derive(args.seed, "selfplay-context", iteration, group)
-        context = split.draw(held_out=phase != "train", seed=draw_seed)
+        context = split.draw(held_out=not training, seed=draw_seed)
         specs.append(EpisodeSpec(f"{iteration}/{phase}/{k}", seed, agents, meta, context))
     return specs
 
@@ -179,6 +193,32 @@ def selection_split(split: ContextSplit, args: SelfPlayArgs) -> ContextSplit:
 
 
 # ---- the SFT ----
+
+
+def filtered(
+    traces: list[Trace], partner: list[Trace], args: SelfPlayArgs
+) -> tuple[list[tuple[Trace, int]], dict[str, Any]]:
+    """The kept (game, seat) pairs of an iteration's self-play games ``traces`` and games with
+    the fixed agent ``partner``, and the log entry's counts: games, seats, the self-play games'
+    mean score and agreement, kept; with ``partner_games`` the partner games' own."""
+    finished, partnered = complete(traces), complete(partner)
+    kept = kept_seats(traces, args.lam, per_context=args.plays_per_context > 1)
+    with_partner = kept_partner_seats(partner)
+    entry: dict[str, Any] = {
+        "games": len(traces),
+        "seats": 2 * len(finished) + len(partnered),
+        "mean_score": _mean([t.rounds[-1].payoffs[s] for t in finished for s in (0, 1)]),
+        "agreement_rate": _mean([float(t.rounds[-1].info["agreement"]) for t in finished]),
+        "kept": len(kept) + len(with_partner),
+    }
+    if args.partner_games:
+        entry["partner_games"] = len(partner)
+        entry["partner_kept"] = len(with_partner)
+        entry["partner_score"] = _mean([t.rounds[-1].payoffs[t.meta["seat"]] for t in partnered])
+        entry["partner_agreement_rate"] = _mean(
+            [float(t.rounds[-1].info["agreement"]) for t in partnered]
+        )
+    return kept + with_partner, entry
 
 
 def fine_tune(
@@ -286,30 +326,24 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
                 )
                 status = "stopped_early"
                 break
-            log(f"iteration {iteration}: {args.games} self-play games")
+            partners = (
+                f" and {args.partner_games} with {args.opponent}" if args.partner_games else ""
+            )
+            log(f"iteration {iteration}: {args.games} self-play games{partners}")
             start = time.perf_counter()
             agent = selfplay_agent(policy, tokenizer, game, args, iteration - 1)
             traces = games("train", agent, iteration)
+            partner = games("partner", agent, iteration) if args.partner_games else []
             del agent  # its prompt caches have no use in the fine-tuning
             release_memory()  # what the games freed, before the fine-tuning allocates
             played = time.perf_counter()
-            finished = complete(traces)
-            kept = kept_seats(traces, args.lam, per_context=args.plays_per_context > 1)
+            kept, entry = filtered(traces, partner, args)
             kept_ids = [[t.episode_id, seat] for t, seat in kept]
             (folder / f"kept-{iteration}.json").write_text(json.dumps(kept_ids) + "\n")
             rows = sft_rows(tokenizer, kept, args.max_length)
-            entry: dict[str, Any] = {
-                "iteration": iteration,
-                "games": len(traces),
-                "seats": 2 * len(finished),
-                "mean_score": _mean([t.rounds[-1].payoffs[s] for t in finished for s in (0, 1)]),
-                "agreement_rate": _mean([float(t.rounds[-1].info["agreement"]) for t in finished]),
-                "kept": len(kept),
-                "rows": len(rows),
-                "trained_tokens": sum(sum(x != IGNORE for x in r["labels"]) for r in rows),
-                "sft_loss": None,
-                "sft_steps": 0,
-            }
+            entry = {"iteration": iteration, **entry, "rows": len(rows)}
+            entry["trained_tokens"] = sum(sum(x != IGNORE for x in r["labels"]) for r in rows)
+            entry.update(sft_loss=None, sft_steps=0)
             if rows:
                 entry.update(fine_tune(policy, tokenizer, rows, args, iteration))
                 release_memory()

@@ -66,8 +66,15 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
     fixed agent where the selection follows that score (--stop-on fixed, or auto under λ = -1).
     0: choose on the evaluation games themselves, which on a few dozen games picks noise
     (docs/results.md, Deal or No Deal)."""
+    partner_games: int = 0
+    """Games per iteration also played against the fixed agent (--opponent) on training
+    contexts, the policy alternating seats; the policy's seat of each whose objective score is
+    above the mean of the policy's seats in those games joins the kept set. Demonstrations of
+    dealing with a partner other than itself: self-play alone teaches the policy its own
+    partner's habits (docs/results.md, Deal or No Deal). 0: self-play games only (seed 002)."""
     opponent: str = "FairSplit"
-    """The fixed rule-based agent each iteration is also evaluated against."""
+    """The fixed rule-based agent each iteration is evaluated against (and, with
+    --partner-games, also trains with)."""
     eval_games: int = 100
     """Games per evaluation, in self-play and against the fixed agent each."""
     temperature: float = 1.0
@@ -104,6 +111,7 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
             ("patience", 0),
             ("eval_games", 1),
             ("select_games", 0),
+            ("partner_games", 0),
             ("max_new_tokens", 1),
             ("max_live", 1),
             ("max_turns", 1),
@@ -148,7 +156,11 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
         d = asdict(self)
         for runtime in RUNTIME_OPTIONS:
             d.pop(runtime)
-        for later in ("plays_per_context", "select_games"):  # added later: older runs resume
+        for later in (
+            "plays_per_context",
+            "select_games",
+            "partner_games",
+        ):  # added later: older runs resume
             if d[later] == SelfPlayArgs.__dataclass_fields__[later].default:
                 d.pop(later)
         d["out"], d["adapter"] = normal_path(self.out), normal_paths(self.adapter)

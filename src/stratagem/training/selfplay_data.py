@@ -46,6 +46,28 @@ def kept_seats(
     ]
 
 
+def kept_partner_seats(traces: Sequence[Trace]) -> list[tuple[Trace, Seat]]:
+    """The policy's seat (``meta["seat"]``) of every complete game against a fixed agent whose
+    objective score is above the mean of the policy's seats over those games, in game order: the
+    filter of ``kept_seats`` with the fixed agent's seats left out of the mean and never kept
+    (they are no chat of the policy's). Strictly above, as ``kept_seats``.
+
+    Raises:
+        ValueError: a game whose trace does not say which seat the policy held.
+    """
+    games = complete(traces)
+    seats = []
+    for t in games:
+        if t.meta.get("seat") not in (0, 1):
+            raise ValueError(f"{t.episode_id}: the trace does not say which seat the policy held")
+        seats.append(t.meta["seat"])
+    own = [t.rounds[-1].payoffs[seat] for t, seat in zip(games, seats, strict=True)]
+    if not own:
+        return []
+    mean = math.fsum(own) / len(own)
+    return [(t, seat) for t, seat, x in zip(games, seats, own, strict=True) if x > mean]
+
+
 def _context_key(trace: Trace) -> tuple:
     try:
         return tuple(trace.scenario["counts"]), tuple(map(tuple, trace.scenario["values"]))
