@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+import shutil
 
 import pytest
 import torch
@@ -109,6 +110,34 @@ def test_partner_games_keep_the_policys_seat_above_its_own_mean():
     assert kept_partner_seats(tied) == []  # strictly above, as the self-play filter
     with pytest.raises(ValueError, match="a: the trace does not say which seat"):
         kept_partner_seats([result_trace("a", (1.0, 1.0), True)])
+
+
+def test_an_iterations_kept_set_is_its_self_play_seats_then_its_partner_seats():
+    """kept_and_counts: the self-play games' kept seats (mean 3 of a and b: seat 0 of a), then
+    the policy's seats of the partner games above their own mean (6 and 2: game p); seats and
+    kept count both kinds, mean score and agreement the self-play games only."""
+    games = [result_trace("a", (6.0, 3.0), True), result_trace("b", (0.0, 3.0), False)]
+    partner = [
+        dataclasses.replace(result_trace("p", (6.0, 0.0), True), meta={"seat": 0}),
+        dataclasses.replace(result_trace("q", (9.0, 2.0), False), meta={"seat": 1}),
+    ]
+    args = SelfPlayArgs(partner_games=2)
+    kept, entry = selfplay.kept_and_counts(games, partner, args)
+    assert [(t.episode_id, s) for t, s in kept] == [("a", 0), ("p", 0)]
+    assert entry == {
+        "games": 2,
+        "seats": 4 + 2,
+        "mean_score": 3.0,
+        "agreement_rate": 0.5,
+        "kept": 2,
+        "partner_games": 2,
+        "partner_kept": 1,
+        "partner_score": 4.0,
+        "partner_agreement_rate": 0.5,
+    }
+    kept, entry = selfplay.kept_and_counts(games, [], SelfPlayArgs())
+    assert [(t.episode_id, s) for t, s in kept] == [("a", 0)]
+    assert entry == {"games": 2, "seats": 4, "mean_score": 3.0, "agreement_rate": 0.5, "kept": 1}
 
 
 class ScriptedSeats:
@@ -563,23 +592,39 @@ def test_a_run_with_selection_games_chooses_the_best_on_them(tiny_model, tmp_pat
 @pytest.mark.slow
 def test_partner_games_join_the_kept_set_with_the_policys_seat(tiny_model, tmp_path, steered):
     out = tmp_path / "run"
-    train_selfplay(tiny_settings(tiny_model, out, iterations=1, partner_games=4), log=print)
+    settings = tiny_settings(tiny_model, out, iterations=1, partner_games=4, partner="Cooperative")
+    train_selfplay(settings, log=print)
     written = read_traces(out / "traces/iteration-1.jsonl")
-    train = sorted(
-        (t for t in written if t.meta["phase"] == "train"), key=lambda t: t.meta["index"]
-    )
-    partner = [t for t in written if t.meta["phase"] == "partner"]
-    partner.sort(key=lambda t: t.meta["index"])
+    by_phase = {
+        phase: sorted(
+            (t for t in written if t.meta["phase"] == phase), key=lambda t: t.meta["index"]
+        )
+        for phase in ("train", "partner", "fixed")
+    }
+    train, partner = by_phase["train"], by_phase["partner"]
     assert len(train) == 6 and [t.meta["seat"] for t in partner] == [0, 1, 0, 1]
+    # trained with --partner, evaluated against --opponent
+    assert [t.agents[1 - t.meta["seat"]] for t in partner] == ["Cooperative"] * 4
+    assert {t.agents[1 - t.meta["seat"]] for t in by_phase["fixed"]} == {"FairSplit"}
     expected = kept_seats(train, lam=0.0) + kept_partner_seats(partner)
     listed = json.loads((out / "traces/kept-1.json").read_text())
     assert listed == [[t.episode_id, seat] for t, seat in expected]
     assert any("/partner/" in episode for episode, _ in listed), "a partner game was kept"
-    log = json.loads((out / "checkpoint-1/trainer_state.json").read_text())["log"][0]
+    state = json.loads((out / "checkpoint-1/trainer_state.json").read_text())
+    log = state["log"][0]
     assert log["partner_games"] == 4 and log["partner_kept"] == len(kept_partner_seats(partner))
     assert log["seats"] == 12 + 4 and log["kept"] == len(expected) == log["rows"]
     own = [t.rounds[-1].payoffs[t.meta["seat"]] for t in partner]
     assert log["partner_score"] == pytest.approx(sum(own) / 4)
+
+    # killed after the iteration's games: a rerun reads both kinds back and trains the same
+    trained = adapter(out / "checkpoint-1")
+    shutil.rmtree(out / "checkpoint-1")
+    train_selfplay(settings, log=print)
+    again = adapter(out / "checkpoint-1")
+    assert all(torch.equal(trained[k], again[k]) for k in trained)
+    assert json.loads((out / "traces/kept-1.json").read_text()) == listed
+    assert len(read_traces(out / "traces/iteration-1.jsonl")) == len(written)  # none played again
 
 
 def test_gradient_checkpointing_gives_the_same_sft_and_is_off_again_for_the_games(

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from stratagem.errors import ConfigError
+from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.games.dond import Context, all_contexts, split_contexts
 from stratagem.strategies import get_strategy
 from stratagem.training import selfplay
@@ -249,3 +249,11 @@ def test_partner_games_play_the_fixed_agent_on_training_contexts_alternating_sea
     assert args.fingerprint()["partner_games"] == 40
     with pytest.raises(ConfigError, match="--partner-games must be at least 0"):
         SelfPlayArgs(partner_games=-1).check()
+    with pytest.raises(ConfigError, match="--partner names the agent of --partner-games"):
+        SelfPlayArgs(partner="Cooperative").check()
+    with pytest.raises(UnknownNameError, match="Cooprative"):
+        SelfPlayArgs(partner_games=2, partner="Cooprative").check()
+    assert "partner" not in args.fingerprint()
+    assert SelfPlayArgs(partner_games=2, partner="Cooperative").fingerprint()["partner"] == (
+        "Cooperative"
+    )

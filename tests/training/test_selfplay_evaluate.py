@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from stratagem.errors import ConfigError
+from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.games.dond import all_contexts
 from stratagem.trace import Trace, read_traces, write_traces
 from stratagem.training import selfplay_evaluate
@@ -83,6 +83,8 @@ def test_bad_runs_and_checkpoints_are_refused_before_any_model_loads(tmp_path, m
         evaluate_checkpoints(run, [0], 0)
     with pytest.raises(ConfigError, match="--phases: both"):
         evaluate_checkpoints(run, [0], 5, phases=["both"])
+    with pytest.raises(UnknownNameError, match="Cooprative"):
+        evaluate_checkpoints(run, [0], 5, opponent="Cooprative")
     assert run_settings(run, 40).eval_games == 40
 
 
@@ -156,6 +158,21 @@ def test_a_reloaded_checkpoint_replays_the_runs_games_and_plays_more(
     assert results[1].paired == expected and summary[1]["paired_score_change"][2] == 3
     assert summary[1]["score"][2] == 3 and (out / "summary.md").read_text().count("\n") == 2 + 4 + 2
 
+    # against an agent the run never played: the same games (contexts, seeds, seats), all played
+    evaluate_checkpoints(run, [0, 1], 3, ["fixed"], lambda _: None, opponent="Cooperative")
+    for k in (0, 1):
+        own = read_traces(out / "fixed" / f"iteration-{k}.jsonl")
+        other = read_traces(out / "fixed-Cooperative" / f"iteration-{k}.jsonl")
+        assert [(t.meta["index"], t.seed, t.scenario) for t in sorted(other, key=index)] == [
+            (t.meta["index"], t.seed, t.scenario) for t in sorted(own, key=index)
+        ]
+        assert {t.agents[1 - t.meta["seat"]] for t in other} == {"Cooperative"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert [(r["phase"], r["checkpoint"]) for r in summary] == [
+        ("fixed-Cooperative", 0),
+        ("fixed-Cooperative", 1),
+    ]
+
     # played afresh instead of copied, the run's games come out token for token the same
     monkeypatch.setattr(selfplay_evaluate, "seed_from_run", lambda *a: 0)
     evaluate_checkpoints(run, [1], 2, phases=["selfplay"], log=lambda _: None)
@@ -166,6 +183,10 @@ def test_a_reloaded_checkpoint_replays_the_runs_games_and_plays_more(
     start = read_traces(run / "traces/iteration-0.jsonl")
     start = [t for t in start if t.meta["phase"] == "selfplay"]
     assert texts(replayed) == texts(own) != texts(start)
+
+
+def index(trace: Trace) -> int:
+    return trace.meta["index"]
 
 
 def texts(traces) -> list[list[str]]:

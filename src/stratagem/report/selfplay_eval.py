@@ -29,6 +29,9 @@ class SelfPlayEvalConfig:
     first."""
     phases: str = "selfplay,fixed"
     """selfplay (the policy with itself), fixed (against the run's fixed agent), or both."""
+    opponent: str | None = None
+    """The fixed phase's agent, when not the run's own (e.g. one it never trained with): the
+    same games against it, written as phase fixed-<NAME>."""
 
 
 def selfplay_eval_command(cfg: SelfPlayEvalConfig) -> None:
@@ -37,7 +40,9 @@ def selfplay_eval_command(cfg: SelfPlayEvalConfig) -> None:
 
     checkpoints = _numbers(cfg.checkpoints)
     phases = [p.strip() for p in cfg.phases.split(",") if p.strip()]
-    results = evaluate_checkpoints(cfg.run, checkpoints, cfg.games, phases, log=console.print)
+    results = evaluate_checkpoints(
+        cfg.run, checkpoints, cfg.games, phases, log=console.print, opponent=cfg.opponent
+    )
     table = Table(title=f"{cfg.run}: {cfg.games} games per phase and checkpoint")
     for name in ("phase", "checkpoint", "score", "paired change", "agreement", "joint-best"):
         table.add_column(name, justify="left" if name == "phase" else "right")

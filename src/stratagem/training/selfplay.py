@@ -71,7 +71,7 @@ from typing import Any, Literal
 
 from stratagem.agent import Agent
 from stratagem.errors import ConfigError
-from stratagem.game import Game
+from stratagem.game import Game, Seat
 from stratagem.games.dond import DEFAULT_MAX_TURNS, Context, ContextSplit, split_contexts
 from stratagem.metrics.dond import complete
 from stratagem.play import EpisodeSpec
@@ -122,26 +122,32 @@ def selfplay_agent(policy, tokenizer, game: Game, args: SelfPlayArgs, iteration:
     return LLMAgent(backend, game, sampling)
 
 
+Phase = Literal["train", "partner", "selfplay", "fixed", "select"]
 EVAL_STREAMS = {"selfplay": "selfplay-eval", "fixed": "selfplay-fixed", "select": "selfplay-select"}
 
 
 def game_specs(
-    phase: Literal["train", "partner", "selfplay", "fixed", "select"],
+    phase: Phase,
     agent: Agent,
     opponent: Agent,
     args: SelfPlayArgs,
     iteration: int,
     split: ContextSplit | None = None,
 ) -> list[EpisodeSpec]:
-    """The games of one phase of ``iteration``: ``train`` — K self-play games on fresh training
-    contexts, each context drawn for ``plays_per_context`` games in a row (each game its own
-    seed); ``partner`` — ``partner_games`` games against ``opponent`` on fresh training
-    contexts, the agent in seat k mod 2; ``selfplay`` — ``eval_games`` self-play games;
-    ``fixed`` — ``eval_games`` games against ``opponent``, the agent in seat k mod 2;
-    ``select`` — ``select_games`` games of the kind the selection follows (``fixed``'s under
-    ``selects_on_fixed``, else ``selfplay``'s) on held-out contexts no evaluation game is played
-    on (``selection_split``). Evaluation games draw held-out contexts, the same ones every
-    iteration. ``split`` defaults to the split of ``args``' contexts."""
+    """The games of one phase of ``iteration``, in order.
+
+    - ``train``: K self-play games on fresh training contexts, each context drawn for
+      ``plays_per_context`` games in a row (each game its own seed);
+    - ``partner``: ``partner_games`` games against ``opponent`` (the trainer passes the agent of
+      ``--partner``) on fresh training contexts, the agent in seat k mod 2;
+    - ``selfplay``: ``eval_games`` self-play games;
+    - ``fixed``: ``eval_games`` games against ``opponent``, the agent in seat k mod 2;
+    - ``select``: ``select_games`` games of the kind the selection follows (``fixed``'s under
+      ``selects_on_fixed``, else ``selfplay``'s) on held-out contexts no evaluation game is
+      played on (``selection_split``).
+
+    Evaluation games draw held-out contexts, the same ones every iteration. ``split`` defaults
+    to the split of ``args``' contexts."""
     split = split or split_contexts(dond_game(args).contexts, args.seed)
     if phase == "select":
         split = selection_split(split, args)
@@ -195,12 +201,14 @@ def selection_split(split: ContextSplit, args: SelfPlayArgs) -> ContextSplit:
 # ---- the SFT ----
 
 
-def filtered(
+def kept_and_counts(
     traces: list[Trace], partner: list[Trace], args: SelfPlayArgs
-) -> tuple[list[tuple[Trace, int]], dict[str, Any]]:
-    """The kept (game, seat) pairs of an iteration's self-play games ``traces`` and games with
-    the fixed agent ``partner``, and the log entry's counts: games, seats, the self-play games'
-    mean score and agreement, kept; with ``partner_games`` the partner games' own."""
+) -> tuple[list[tuple[Trace, Seat]], dict[str, Any]]:
+    """The kept (game, seat) pairs of an iteration — the self-play games ``traces``' kept seats,
+    then the policy's kept seats of the games with the fixed partner ``partner`` — and the log
+    entry's counts: ``games``, ``mean_score`` and ``agreement_rate`` of the self-play games;
+    ``seats`` and ``kept`` of both (the partner games' policy seats included); with
+    ``partner_games``, the partner games' count, kept seats, mean policy score and agreement."""
     finished, partnered = complete(traces), complete(partner)
     kept = kept_seats(traces, args.lam, per_context=args.plays_per_context > 1)
     with_partner = kept_partner_seats(partner)
@@ -271,6 +279,7 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
         pool = len(selection_split(split, args).held_out)
         log(f"selection: {args.select_games} games per evaluation on {pool} held-out contexts")
     opponent = opponent_agent("dond", args.opponent)
+    partner_agent = opponent_agent("dond", args.partner or args.opponent)
     policy, tokenizer = load_policy(args)
     runtime = {
         "iterations": args.iterations,
@@ -288,8 +297,9 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
             log(f"resuming {args.out} after iteration {state.step}")
         folder = args.out / "traces"
 
-        def games(phase, agent, iteration) -> list[Trace]:
-            specs = game_specs(phase, agent, opponent, args, iteration, split)
+        def games(phase: Phase, agent: Agent, iteration: int) -> list[Trace]:
+            other = partner_agent if phase == "partner" else opponent
+            specs = game_specs(phase, agent, other, args, iteration, split)
             path = folder / f"iteration-{iteration}.jsonl"
             return play_games(game, specs, path, ckpt.run.key, args.max_live)
 
@@ -327,7 +337,7 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
                 status = "stopped_early"
                 break
             partners = (
-                f" and {args.partner_games} with {args.opponent}" if args.partner_games else ""
+                f" and {args.partner_games} with {partner_agent.name}" if args.partner_games else ""
             )
             log(f"iteration {iteration}: {args.games} self-play games{partners}")
             start = time.perf_counter()
@@ -337,13 +347,18 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
             del agent  # its prompt caches have no use in the fine-tuning
             release_memory()  # what the games freed, before the fine-tuning allocates
             played = time.perf_counter()
-            kept, entry = filtered(traces, partner, args)
+            kept, entry = kept_and_counts(traces, partner, args)
             kept_ids = [[t.episode_id, seat] for t, seat in kept]
             (folder / f"kept-{iteration}.json").write_text(json.dumps(kept_ids) + "\n")
             rows = sft_rows(tokenizer, kept, args.max_length)
-            entry = {"iteration": iteration, **entry, "rows": len(rows)}
-            entry["trained_tokens"] = sum(sum(x != IGNORE for x in r["labels"]) for r in rows)
-            entry.update(sft_loss=None, sft_steps=0)
+            entry = {
+                "iteration": iteration,
+                **entry,
+                "rows": len(rows),
+                "trained_tokens": sum(sum(x != IGNORE for x in r["labels"]) for r in rows),
+                "sft_loss": None,
+                "sft_steps": 0,
+            }
             if rows:
                 entry.update(fine_tune(policy, tokenizer, rows, args, iteration))
                 release_memory()

@@ -30,6 +30,9 @@ RUNTIME_OPTIONS = (
     "save_total_limit",
     "gradient_checkpointing",
 )
+# options added after runs were made: left out of the fingerprint at their defaults, so that
+# those runs resume
+LATER_OPTIONS = ("plays_per_context", "select_games", "partner_games", "partner")
 
 
 @dataclass
@@ -67,14 +70,18 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
     0: choose on the evaluation games themselves, which on a few dozen games picks noise
     (docs/results.md, Deal or No Deal)."""
     partner_games: int = 0
-    """Games per iteration also played against the fixed agent (--opponent) on training
-    contexts, the policy alternating seats; the policy's seat of each whose objective score is
-    above the mean of the policy's seats in those games joins the kept set. Demonstrations of
-    dealing with a partner other than itself: self-play alone teaches the policy its own
-    partner's habits (docs/results.md, Deal or No Deal). 0: self-play games only (seed 002)."""
+    """Games per iteration also played against a fixed agent (--partner) on training contexts,
+    the policy alternating seats; the policy's seat of each whose objective score is above the
+    mean of the policy's seats in those games joins the kept set (one mean over all of them:
+    no per-context baseline, and under λ = -1 no zero-score rule). Demonstrations of dealing
+    with a partner other than itself: self-play alone teaches the policy its own partner's
+    habits (docs/results.md, Deal or No Deal). 0: self-play games only (seed 002)."""
+    partner: str | None = None
+    """The rule-based agent of --partner-games (default: --opponent). Another agent than
+    --opponent keeps the evaluation against --opponent one with a partner the policy never
+    trained with."""
     opponent: str = "FairSplit"
-    """The fixed rule-based agent each iteration is evaluated against (and, with
-    --partner-games, also trains with)."""
+    """The fixed rule-based agent each iteration is evaluated against."""
     eval_games: int = 100
     """Games per evaluation, in self-play and against the fixed agent each."""
     temperature: float = 1.0
@@ -144,6 +151,10 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
                 "(or auto), or --patience 0"
             )
         get_strategy("dond", self.opponent)  # UnknownNameError, with a "did you mean"
+        if self.partner is not None:
+            if not self.partner_games:
+                raise ConfigError("--partner names the agent of --partner-games: set both")
+            get_strategy("dond", self.partner)
         if self.contexts is not None and not Path(self.contexts).is_file():
             raise ConfigError(f"--contexts: no file {self.contexts}")
         check_adapters(self)
@@ -156,11 +167,7 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
         d = asdict(self)
         for runtime in RUNTIME_OPTIONS:
             d.pop(runtime)
-        for later in (
-            "plays_per_context",
-            "select_games",
-            "partner_games",
-        ):  # added later: older runs resume
+        for later in LATER_OPTIONS:
             if d[later] == SelfPlayArgs.__dataclass_fields__[later].default:
                 d.pop(later)
         d["out"], d["adapter"] = normal_path(self.out), normal_paths(self.adapter)

@@ -17,6 +17,11 @@ from the first checkpoint named: the mean over the same games of each game's dif
 self-play objective averaged over both seats, or the policy's score against the fixed agent),
 which cancels the spread between contexts that an unpaired comparison carries.
 
+With ``opponent`` (another rule-based agent than the run's), the ``fixed`` phase plays the
+same games — contexts, seeds, seats — against that agent instead, all of them played: a partner
+the run never trained with (``train selfplay --partner-games`` trains with its own). Its games
+and rows go under the phase name ``fixed-<opponent>``.
+
 Writes ``RUN/evaluation-<games>/``: ``<phase>/iteration-K.jsonl`` (every game), ``summary.json``
 and ``summary.md`` (of the checkpoints and phases named in this call: naming again those of an
 earlier call reads their games back instead of playing them). A rerun skips the games already
@@ -170,9 +175,15 @@ def evaluate_checkpoints(
     games: int,
     phases: Sequence[str] = PHASES,
     log: Callable[[str], None] = print,
+    opponent: str | None = None,
 ) -> list[CheckpointEvaluation]:
     """Play (or read back) ``games`` evaluation games per phase for each checkpoint of ``run``
-    and write ``summary.json`` / ``summary.md``; see the module docstring."""
+    and write ``summary.json`` / ``summary.md``; see the module docstring.
+
+    Raises:
+        ConfigError: bad games, checkpoints or phases, or a run that cannot be replayed.
+        UnknownNameError: ``opponent`` is not a DoND strategy.
+    """
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
@@ -191,13 +202,16 @@ def evaluate_checkpoints(
         raise ConfigError(f"--phases: {', '.join(unknown)}; choose from {', '.join(PHASES)}")
     run = Path(run)
     args = run_settings(run, games)
+    fixed = opponent_agent("dond", opponent or args.opponent)  # an unknown name: before loading
+    names = {"selfplay": "selfplay", "fixed": "fixed"}
+    if opponent not in (None, args.opponent):
+        names["fixed"] = f"fixed-{fixed.name}"
     folders = {k: checkpoint_folder(run, k) for k in checkpoints}
     key = json.loads((run / "run.json").read_text(encoding="utf-8"))["key"]
     out = run / f"evaluation-{games}"
     game = dond_game(args)
     split = split_contexts(game.contexts, args.seed)
     own = int(read_fingerprint(run)["eval_games"])  # the run's own games per phase
-    fixed = opponent_agent("dond", args.opponent)
     policy, tokenizer = load_policy(args)
     played: dict[tuple[int, str], list[Trace]] = {}
     for k, folder in folders.items():
@@ -205,9 +219,9 @@ def evaluate_checkpoints(
         set_peft_model_state_dict(policy, weights)
         agent = selfplay_agent(policy, tokenizer, game, args, k)
         for phase in phases:
-            path = out / phase / f"iteration-{k}.jsonl"
-            copied = seed_from_run(run, k, phase, path)
-            log(f"checkpoint {k}: {games} {phase} games ({copied} of them the run's own)")
+            path = out / names[phase] / f"iteration-{k}.jsonl"
+            copied = seed_from_run(run, k, phase, path) if names[phase] == phase else 0
+            log(f"checkpoint {k}: {games} {names[phase]} games ({copied} of them the run's own)")
             specs = game_specs(phase, agent, fixed, args, k, split)  # type: ignore[arg-type]
             if args.select_games:
                 specs = off_selection(specs, split, args, own)
@@ -221,7 +235,7 @@ def evaluate_checkpoints(
             traces = played[k, phase]
             paired = None if k == checkpoints[0] else paired_change(base, traces, phase)
             metrics = dond_metrics(traces, both_seats=phase == "selfplay")
-            results.append(CheckpointEvaluation(k, phase, metrics, paired))
+            results.append(CheckpointEvaluation(k, names[phase], metrics, paired))
     (out / "summary.json").write_text(
         json.dumps([r.row() for r in results], indent=1) + "\n", encoding="utf-8"
     )
