@@ -13,8 +13,9 @@ each iteration n = 1 … N:
    mean is always 0, a seat of an agreement that scored exactly 0 is kept too (seed 002 §5.2).
    With ``--plays-per-context n`` (beyond the paper) each training context is played n times and
    a seat must beat the mean of its own context's seats instead.
-   With ``--partner-games P`` (beyond the paper) the policy also plays P games against the fixed
-   agent, and its seat of each that beats the mean of its seats there is kept as well
+   With ``--partner-games P`` (beyond the paper) the policy also plays P games against a
+   rule-based agent (``--partner``, by default the fixed agent of step 4), and its seat of each
+   that beats the mean of its seats there is kept as well
    (``kept_partner_seats``): self-play alone can teach a policy its own partner's habits.
 3. **Fine-tune** the policy on the kept seats' chats with TRL's ``SFTTrainer``: the loss covers
    that seat's accepted answers only (``seat_tokens``). The other seat's turns and the game's
