@@ -25,6 +25,7 @@ from stratagem.trace import Trace, read_traces
 from stratagem.training import selfplay
 from stratagem.training.selfplay import SelfPlayArgs, train_selfplay
 from stratagem.training.selfplay_data import (
+    best_objective,
     kept_partner_seats,
     kept_seats,
     label_runs,
@@ -41,7 +42,9 @@ END = "<|im_end|>\n"  # how SmolLM2's template closes a turn
 def result_trace(
     episode_id: str, payoffs, agreement: bool, status: str = "complete", context=None
 ) -> Trace:
-    info = {"agreement": agreement}
+    info: dict = {"agreement": agreement}
+    if context is not None:  # as the game's final info records it
+        info.update(counts=list(context.counts), values=[list(v) for v in context.values])
     return Trace(
         episode_id=episode_id,
         game="dond",
@@ -138,6 +141,57 @@ def test_an_iterations_kept_set_is_its_self_play_seats_then_its_partner_seats():
     kept, entry = selfplay.kept_and_counts(games, [], SelfPlayArgs())
     assert [(t.episode_id, s) for t, s in kept] == [("a", 0)]
     assert entry == {"games": 2, "seats": 4, "mean_score": 3.0, "agreement_rate": 0.5, "kept": 1}
+
+
+# counts (1, 2, 3); seat 0 values (1, 3, 1), seat 1 (4, 0, 2): the joint-best division gives
+# seat 1 the book and the balls, seat 0 the hats, 6 + 10 = 16; giving seat 1 everything is 10
+RICH = Context((1, 2, 3), ((1, 3, 1), (4, 0, 2)))
+
+
+def test_the_best_objective_of_a_seat_is_over_every_division_of_its_context():
+    trace = result_trace("g", (0.0, 0.0), False, context=RICH)
+    assert [best_objective(trace, seat, 1.0) for seat in (0, 1)] == [16.0, 16.0]
+    assert [best_objective(trace, seat, 0.0) for seat in (0, 1)] == [10.0, 10.0]
+    assert [best_objective(trace, seat, -1.0) for seat in (0, 1)] == [10.0, 10.0]
+    # λ = 0.5, seat 0: the hats (6), the book to seat 1 (0.5 · 4 = 2 beats 1), the balls either
+    # way (3 kept, or 0.5 · 6 given): 11
+    assert best_objective(trace, 0, 0.5) == 11.0
+
+
+def test_min_of_best_keeps_joint_best_deals_and_drops_giving_everything_away():
+    """λ = 1 on RICH: a joint-best deal (16 each), one where seat 0 gives seat 1 everything (10
+    each: 0.625 of the best) and a failed game. Their mean (52 / 6) keeps both deals; at 0.8 of
+    the best only the joint-best one stays, at 0.6 both."""
+    games = [
+        result_trace("best", (16.0, 16.0), True, context=RICH),
+        result_trace("all", (10.0, 10.0), True, context=RICH),
+        result_trace("failed", (0.0, 0.0), False, context=RICH),
+    ]
+    ids = lambda kept: [(t.episode_id, s) for t, s in kept]  # noqa: E731
+    assert ids(kept_seats(games, 1.0)) == [("best", 0), ("best", 1), ("all", 0), ("all", 1)]
+    assert ids(kept_seats(games, 1.0, min_of_best=0.8)) == [("best", 0), ("best", 1)]
+    assert ids(kept_seats(games, 1.0, min_of_best=0.6)) == ids(kept_seats(games, 1.0))
+    assert ids(kept_seats(games, 1.0, min_of_best=1.0)) == [("best", 0), ("best", 1)]
+    # under λ = -1 the zero-score agreements of seed 002's rule are held to it too: none stays
+    tied = result_trace("tied", (0.0, 0.0), True, context=RICH)
+    won = result_trace("won", (8.0, -8.0), True, context=RICH)
+    assert ids(kept_seats([won, tied], -1.0)) == [("won", 0), ("tied", 0), ("tied", 1)]
+    assert ids(kept_seats([won, tied], -1.0, min_of_best=0.5)) == [("won", 0)]
+    # the policy's seats of partner games score 13.5, 10 and 11 (mean 11.5): 13.5 is above it,
+    # and 0.84 of its best (16)
+    partner = [
+        dataclasses.replace(result_trace("p", (13.5, 13.5), True, context=RICH), meta={"seat": 1}),
+        dataclasses.replace(result_trace("q", (10.0, 10.0), True, context=RICH), meta={"seat": 0}),
+        dataclasses.replace(result_trace("r", (11.0, 11.0), True, context=RICH), meta={"seat": 0}),
+    ]
+    assert ids(kept_partner_seats(partner, 1.0)) == [("p", 1)]
+    assert ids(kept_partner_seats(partner, 1.0, min_of_best=0.8)) == [("p", 1)]
+    assert ids(kept_partner_seats(partner, 1.0, min_of_best=0.9)) == []
+    # the trainer's kept set follows --min-of-best for both kinds of seats
+    kept, entry = selfplay.kept_and_counts(games, partner, SelfPlayArgs(lam=1.0, min_of_best=0.8))
+    assert ids(kept) == [("best", 0), ("best", 1), ("p", 1)] and entry["kept"] == 3
+    kept, _ = selfplay.kept_and_counts(games, partner, SelfPlayArgs(lam=1.0, min_of_best=0.9))
+    assert ids(kept) == [("best", 0), ("best", 1)]
 
 
 class ScriptedSeats:
@@ -312,6 +366,8 @@ def test_bad_settings_are_refused_in_one_line(tmp_path):
         SelfPlayArgs(games=0).check()
     with pytest.raises(ConfigError, match="--lam must be in"):
         SelfPlayArgs(lam=2.0).check()
+    with pytest.raises(ConfigError, match=r"--min-of-best must be in \[0, 1\], got 1.5"):
+        SelfPlayArgs(min_of_best=1.5).check()
     assert SelfPlayArgs(lam=-1.0).selection == "fixed_score"
     assert SelfPlayArgs().selection == "selfplay_score"
     fingerprint = SelfPlayArgs(out=tmp_path).fingerprint()

@@ -246,6 +246,8 @@ def test_partner_games_play_the_fixed_agent_on_training_contexts_alternating_sea
     assert [s.seed for s in later] != [s.seed for s in partner]  # fresh games every iteration
     assert selfplay.game_specs("partner", agent, opponent, SelfPlayArgs(), 1) == []
     assert "partner_games" not in SelfPlayArgs().fingerprint()  # earlier runs resume
+    assert "min_of_best" not in SelfPlayArgs().fingerprint()
+    assert SelfPlayArgs(min_of_best=0.8).fingerprint()["min_of_best"] == 0.8
     assert args.fingerprint()["partner_games"] == 40
     with pytest.raises(ConfigError, match="--partner-games must be at least 0"):
         SelfPlayArgs(partner_games=-1).check()

@@ -12,7 +12,10 @@ each iteration n = 1 … N:
    ``R_i + λ·R_j`` is above the mean of the iteration's 2K seat scores; under λ = −1, where that
    mean is always 0, a seat of an agreement that scored exactly 0 is kept too (seed 002 §5.2).
    With ``--plays-per-context n`` (beyond the paper) each training context is played n times and
-   a seat must beat the mean of its own context's seats instead.
+   a seat must beat the mean of its own context's seats instead. With ``--min-of-best F``
+   (beyond the paper) a kept seat must also score at least F times the best any division of its
+   context would give it (``near_best``): under λ = 1, a joint-best division rather than any
+   agreement above a mean that failed games pull down.
    With ``--partner-games P`` (beyond the paper) the policy also plays P games against a
    rule-based agent (``--partner``, by default the fixed agent of step 4), and its seat of each
    that beats the mean of its seats there is kept as well
@@ -211,8 +214,10 @@ def kept_and_counts(
     ``seats`` and ``kept`` of both (the partner games' policy seats included); with
     ``partner_games``, the partner games' count, kept seats, mean policy score and agreement."""
     finished, partnered = complete(traces), complete(partner)
-    kept = kept_seats(traces, args.lam, per_context=args.plays_per_context > 1)
-    with_partner = kept_partner_seats(partner)
+    kept = kept_seats(
+        traces, args.lam, per_context=args.plays_per_context > 1, min_of_best=args.min_of_best
+    )
+    with_partner = kept_partner_seats(partner, args.lam, args.min_of_best)
     entry: dict[str, Any] = {
         "games": len(traces),
         "seats": 2 * len(finished) + len(partnered),
@@ -364,8 +369,7 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
                 entry.update(fine_tune(policy, tokenizer, rows, args, iteration))
                 release_memory()
             else:
-                mean = "its context's mean" if args.plays_per_context > 1 else "the mean"
-                log(f"iteration {iteration}: no game above {mean}; the policy stays as it is")
+                log(f"iteration {iteration}: {_nothing_kept(args)}; the policy stays as it is")
             entry["play_seconds"] = played - start
             entry["sft_seconds"] = time.perf_counter() - played
             state.log.append(entry)
@@ -385,6 +389,13 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
             f"eval --game dond {params} --agent hf --adapter {stack})"
         )
     return args.out
+
+
+def _nothing_kept(args: SelfPlayArgs) -> str:
+    """Why an iteration kept no seat, in the words of its filter."""
+    mean = "its context's mean" if args.plays_per_context > 1 else "the mean"
+    near = f" at {args.min_of_best:g} of its best or more" if args.min_of_best else ""
+    return f"no game above {mean}{near}"
 
 
 def _mean(values: Sequence[float]) -> float:

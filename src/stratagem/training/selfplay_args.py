@@ -32,7 +32,7 @@ RUNTIME_OPTIONS = (
 )
 # options added after runs were made: left out of the fingerprint at their defaults, so that
 # those runs resume
-LATER_OPTIONS = ("plays_per_context", "select_games", "partner_games", "partner")
+LATER_OPTIONS = ("plays_per_context", "select_games", "partner_games", "partner", "min_of_best")
 
 
 @dataclass
@@ -56,6 +56,15 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
     context's games (a context drawn twice shares one mean), not the iteration's mean (seed
     002's rule): a per-context baseline, so that contexts rich in value are not kept for being
     rich. Not under λ = -1, where every context's mean is 0 already."""
+    min_of_best: float = 0.0
+    """A kept seat must also score at least this fraction of the best objective score any
+    division of its context would give it (in [0, 1]; self-play and partner seats alike).
+    Under λ = 1 the best is the joint-best division's value, so 0.9 keeps joint-best deals and
+    those close to them, and drops agreements the pair could have done much better on (one
+    seat giving the other everything scored 0.53-0.83 of the best in the flawed-claim runs,
+    and was kept: failed games pull the mean below it). Under λ = 0 and -1 the best is 10
+    (every item the seat values), so it keeps the greediest deals, and under -1 none of the
+    zero-score seats. 0: the mean alone (seed 002)."""
     patience: int = 2
     """Stop once the selection score has not beaten its best for this many iterations (0: never
     stop early)."""
@@ -138,6 +147,8 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
                 f"--games ({self.games}) must be a multiple of --plays-per-context "
                 f"({self.plays_per_context})"
             )
+        if not 0.0 <= self.min_of_best <= 1.0:
+            raise ConfigError(f"--min-of-best must be in [0, 1], got {self.min_of_best}")
         if not -1.0 <= self.lam <= 1.0:
             raise ConfigError(f"--lam must be in [-1, 1], got {self.lam}")
         if self.temperature < 0:

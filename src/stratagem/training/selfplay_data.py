@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from stratagem.game import Game, Seat
+from stratagem.games.dond.contexts import complement, divisions, objective_scores, score
 from stratagem.metrics.dond import accepted, complete
 from stratagem.play import EpisodeSpec, play
 from stratagem.trace import Trace, TraceWriter, read_traces
@@ -19,13 +20,15 @@ from stratagem.training.trl_config import IGNORE, tokenize_chat
 
 
 def kept_seats(
-    traces: Sequence[Trace], lam: float, per_context: bool = False
+    traces: Sequence[Trace], lam: float, per_context: bool = False, min_of_best: float = 0.0
 ) -> list[tuple[Trace, Seat]]:
     """Every (game, seat) whose objective score is above the mean of all seat scores of the
     complete games, in game order; under λ = −1 also each seat of an agreement scoring exactly 0.
     With ``per_context`` the mean is that of the seats of the games played on the same context
     (counts and values), not of the whole iteration. Strictly above: where every seat of a
-    context scores alike, none of them is kept.
+    context scores alike, none of them is kept. With ``min_of_best`` above 0, every kept seat
+    must also score at least that fraction of its best objective score (``near_best``), the
+    zero-score seats under λ = −1 included (so none of those is kept).
 
     Games that ended in an error (not aborts: those score 0 and count) are left out.
 
@@ -42,15 +45,45 @@ def kept_seats(
         (t, seat)
         for t, key in zip(games, keys, strict=True)
         for seat, x in enumerate(t.rounds[-1].payoffs)
-        if x > means[key] or (lam == -1 and x == 0 and t.rounds[-1].info["agreement"])
+        if (x > means[key] or (lam == -1 and x == 0 and t.rounds[-1].info["agreement"]))
+        and near_best(t, seat, lam, min_of_best)
     ]
 
 
-def kept_partner_seats(traces: Sequence[Trace]) -> list[tuple[Trace, Seat]]:
+def best_objective(trace: Trace, seat: Seat, lam: float) -> float:
+    """The highest objective score ``R_i + λ·R_j`` any division of the game's context gives
+    ``seat`` had both agreed on it: the joint-best value under λ = 1, 10 (every item it values)
+    under λ = 0 and λ = −1 on a valid context. Never below 0 (``seat`` may keep nothing)."""
+    info = trace.rounds[-1].info
+    counts, values = tuple(info["counts"]), info["values"]
+    return max(
+        objective_scores(
+            (score(values[seat], share), score(values[1 - seat], complement(counts, share))), lam
+        )[0]
+        for share in divisions(counts)
+    )
+
+
+def near_best(trace: Trace, seat: Seat, lam: float, min_of_best: float) -> bool:
+    """Whether ``seat``'s objective score in ``trace`` is at least ``min_of_best`` times its
+    ``best_objective`` (always, at 0). Under λ = 1 this tells a joint-best division from an
+    agreement worth less to the pair, such as one seat giving the other everything, which the
+    mean alone keeps whenever failed games pull the mean below it."""
+    if min_of_best <= 0:
+        return True
+    x = trace.rounds[-1].payoffs[seat]
+    return x >= min_of_best * best_objective(trace, seat, lam)
+
+
+def kept_partner_seats(
+    traces: Sequence[Trace], lam: float = 0.0, min_of_best: float = 0.0
+) -> list[tuple[Trace, Seat]]:
     """The policy's seat (``meta["seat"]``) of every complete game against a fixed agent whose
     objective score is above the mean of the policy's seats over those games, in game order: the
     filter of ``kept_seats`` with the fixed agent's seats left out of the mean and never kept
-    (they are no chat of the policy's). Strictly above, as ``kept_seats``.
+    (they are no chat of the policy's). Strictly above, as ``kept_seats``, and with
+    ``min_of_best`` near the seat's best as there (``lam`` is the game's λ, which only that
+    test needs).
 
     Raises:
         ValueError: a game whose trace does not say which seat the policy held.
@@ -65,7 +98,11 @@ def kept_partner_seats(traces: Sequence[Trace]) -> list[tuple[Trace, Seat]]:
     if not own:
         return []
     mean = math.fsum(own) / len(own)
-    return [(t, seat) for t, seat, x in zip(games, seats, own, strict=True) if x > mean]
+    return [
+        (t, seat)
+        for t, seat, x in zip(games, seats, own, strict=True)
+        if x > mean and near_best(t, seat, lam, min_of_best)
+    ]
 
 
 def _context_key(trace: Trace) -> tuple:
