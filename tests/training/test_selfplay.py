@@ -30,6 +30,7 @@ from stratagem.training.selfplay_data import (
     kept_seats,
     label_runs,
     play_games,
+    play_groups,
     seat_chat,
     seat_tokens,
     stalled,
@@ -344,6 +345,47 @@ def test_self_play_is_one_batched_call_per_tick_and_a_rerun_reads_the_games_back
     assert len(train_seeds) == 6  # fresh games every iteration
 
 
+def test_an_iterations_phases_are_played_in_one_call_and_come_back_apart(tmp_path):
+    """Self-play and partner games share the batch (``play_groups``): the first tick asks the
+    model for every game's opening at once, not first the self-play games' and, once those
+    have ended, the partner games'; each phase's traces come back in spec order, the same games
+    the phases played one by one give."""
+    from stratagem.agents.llm import LLMAgent
+    from stratagem.backends.scripted import ScriptedBackend
+
+    game = get_game("dond")
+    backend = ScriptedBackend(lambda chat: "hello")  # refused every time: 5 in a row abort
+    agent = LLMAgent(backend, game)
+    args = SelfPlayArgs(games=3, partner_games=4)
+    fair = get_strategy("dond", "FairSplit")
+    train = selfplay.game_specs("train", agent, agent, args, iteration=1)
+    partner = selfplay.game_specs("partner", agent, fair, args, iteration=1)
+    together = play_groups(game, [train, partner], tmp_path / "one.jsonl", "key", max_live=8)
+    assert backend.calls[0] > 3 and backend.calls[0] == 3 + sum(
+        s.meta["seat"] == t.rounds[-1].info["first"]
+        for s, t in zip(partner, together[1], strict=True)
+    )
+    assert [[t.episode_id for t in g] for g in together] == [
+        ["key/1/train/0", "key/1/train/1", "key/1/train/2"],
+        [f"key/1/partner/{k}" for k in range(4)],
+    ]
+    apart = [
+        play_games(game, g, tmp_path / f"{i}.jsonl", "key", 8)
+        for i, g in enumerate((train, partner))
+    ]
+    untimed = lambda groups: [  # noqa: E731 (how long a decision took is no part of the game)
+        [
+            dataclasses.replace(
+                t, decisions=tuple(dataclasses.replace(d, seconds=0.0) for d in t.decisions)
+            )
+            for t in g
+        ]
+        for g in groups
+    ]
+    assert untimed(together) == untimed(apart)
+    assert play_groups(game, [train, partner], tmp_path / "one.jsonl", "key", 8) == together
+
+
 def test_label_runs():
     assert label_runs([IGNORE, 5, 6, IGNORE, IGNORE, 7]) == [(1, 3), (5, 6)]
     assert label_runs([IGNORE, IGNORE]) == []
@@ -540,7 +582,7 @@ def test_plays_per_context_keep_seats_by_their_own_contexts_mean(
     monkeypatch.setattr(selfplay, "kept_seats", lambda *a, **kw: calls.append(kw) or real(*a, **kw))
     out = tmp_path / "run"
     train_selfplay(tiny_settings(tiny_model, out, iterations=1, plays_per_context=3), log=print)
-    assert calls == [{"per_context": True}]
+    assert calls == [{"per_context": True, "min_of_best": 0.0}]
     games = [t for t in read_traces(out / "traces/iteration-1.jsonl") if t.meta["phase"] == "train"]
     games.sort(key=lambda t: t.meta["index"])
     assert [t.scenario for t in games[:3]] == [games[0].scenario] * 3

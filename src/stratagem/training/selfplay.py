@@ -7,7 +7,9 @@ each iteration n = 1 … N:
 1. **Play** K games between two copies of the current policy. One ``LLMAgent`` object sits in
    both seats, so ``play`` sends the waiting turns of every live game as one batched generation
    per tick. Each decision samples with its own seed, so a game's text does not depend on which
-   games share its batch.
+   games share its batch; the games of an iteration's phases (self-play and partner games; the
+   evaluation's self-play, fixed-agent and selection games) are played in one call
+   (``play_groups``), so that one phase's games fill the batch while another's end.
 2. **Filter** (``kept_seats``): a (game, seat) is kept when the seat's objective score
    ``R_i + λ·R_j`` is above the mean of the iteration's 2K seat scores; under λ = −1, where that
    mean is always 0, a seat of an agreement that scored exactly 0 is kept too (seed 002 §5.2).
@@ -93,7 +95,7 @@ from stratagem.training.selfplay_args import SelfPlayArgs, dond_game
 from stratagem.training.selfplay_data import (
     kept_partner_seats,
     kept_seats,
-    play_games,
+    play_groups,
     sft_rows,
     stalled,
 )
@@ -202,6 +204,16 @@ def selection_split(split: ContextSplit, args: SelfPlayArgs) -> ContextSplit:
         raise ConfigError(f"--select-games: {e}; lower --eval-games or add contexts") from None
 
 
+def training_phases(args: SelfPlayArgs) -> list[Phase]:
+    """The phases of an iteration's games, in the order they are listed and returned."""
+    return ["train", "partner"] if args.partner_games else ["train"]
+
+
+def evaluation_phases(args: SelfPlayArgs) -> list[Phase]:
+    """The phases of an evaluation's games, in the order they are listed and returned."""
+    return ["selfplay", "fixed", "select"] if args.select_games else ["selfplay", "fixed"]
+
+
 # ---- the SFT ----
 
 
@@ -303,11 +315,16 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
             log(f"resuming {args.out} after iteration {state.step}")
         folder = args.out / "traces"
 
-        def games(phase: Phase, agent: Agent, iteration: int) -> list[Trace]:
-            other = partner_agent if phase == "partner" else opponent
-            specs = game_specs(phase, agent, other, args, iteration, split)
+        def games(phases: Sequence[Phase], agent: Agent, iteration: int) -> list[list[Trace]]:
+            """Each phase's games, all played in one call (``play_groups``)."""
+            groups = [
+                game_specs(
+                    p, agent, partner_agent if p == "partner" else opponent, args, iteration, split
+                )
+                for p in phases
+            ]
             path = folder / f"iteration-{iteration}.jsonl"
-            return play_games(game, specs, path, ckpt.run.key, args.max_live)
+            return play_groups(game, groups, path, ckpt.run.key, args.max_live)
 
         def evaluate(iteration: int) -> None:
             selection = f", {args.select_games} to choose on" if args.select_games else ""
@@ -317,8 +334,8 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
             )
             start = time.perf_counter()
             agent = selfplay_agent(policy, tokenizer, game, args, iteration)
-            selfplay, fixed = games("selfplay", agent, iteration), games("fixed", agent, iteration)
-            select = games("select", agent, iteration) if args.select_games else None
+            selfplay, fixed, *selected = games(evaluation_phases(args), agent, iteration)
+            select = next(iter(selected), None)
             row = evaluation_row(iteration, selfplay, fixed, select, not args.selects_on_fixed)
             del agent  # and with it the backend's prompt caches
             release_memory()
@@ -348,8 +365,8 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
             log(f"iteration {iteration}: {args.games} self-play games{partners}")
             start = time.perf_counter()
             agent = selfplay_agent(policy, tokenizer, game, args, iteration - 1)
-            traces = games("train", agent, iteration)
-            partner = games("partner", agent, iteration) if args.partner_games else []
+            traces, *partnered = games(training_phases(args), agent, iteration)
+            partner = [t for phase in partnered for t in phase]
             del agent  # its prompt caches have no use in the fine-tuning
             release_memory()  # what the games freed, before the fine-tuning allocates
             played = time.perf_counter()

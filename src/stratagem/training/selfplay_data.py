@@ -179,13 +179,26 @@ def sft_rows(tokenizer, kept: Sequence[tuple[Trace, Seat]], max_length: int) -> 
 def play_games(game: Game, specs: Sequence[EpisodeSpec], path: Path, key: str, max_live: int):
     """Plays the ``specs`` not yet in the trace file ``path`` (appending each as it ends) and
     returns the traces of all of them, in spec order. Episode ids get the run's ``key``."""
-    keyed = [dataclasses.replace(s, episode_id=f"{key}/{s.episode_id}") for s in specs]
+    return play_groups(game, [specs], path, key, max_live)[0]
+
+
+def play_groups(
+    game: Game, groups: Sequence[Sequence[EpisodeSpec]], path: Path, key: str, max_live: int
+) -> list[list[Trace]]:
+    """``play_games`` of several lists of specs (an iteration's phases) in one ``play`` call, so
+    that the games of the next list fill the batch while those of the one before end, instead of
+    each list draining it; returns each list's traces, in spec order. Every game has its own
+    seeds, so they are the games the lists played one by one would be."""
+    keyed = [
+        [dataclasses.replace(s, episode_id=f"{key}/{s.episode_id}") for s in g] for g in groups
+    ]
     with TraceWriter(path) as writer:
-        for trace in play(game, keyed, max_live=max_live, skip=writer.done, on_error="record"):
+        every = [s for g in keyed for s in g]
+        for trace in play(game, every, max_live=max_live, skip=writer.done, on_error="record"):
             writer.write(trace)
-    wanted = {s.episode_id for s in keyed}
+    wanted = {s.episode_id for g in keyed for s in g}
     found = {t.episode_id: t for t in read_traces(path) if t.episode_id in wanted}
-    return [found[s.episode_id] for s in keyed if s.episode_id in found]
+    return [[found[s.episode_id] for s in g if s.episode_id in found] for g in keyed]
 
 
 def stalled(values: Sequence[float], patience: int) -> bool:
