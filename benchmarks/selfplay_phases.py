@@ -77,7 +77,7 @@ def main() -> None:
     cpu: dict[str, list[float]] = {mode: [] for mode in MODES}
     games: dict[str, list] = {}
     with tempfile.TemporaryDirectory() as folder:
-        warm = SelfPlayArgs(games=1, partner_games=1, max_new_tokens=4, max_turns=2)
+        warm = SelfPlayArgs(games=1, partner_games=1, max_new_tokens=4)
         run(policy, tokenizer, game, warm, True, Path(folder))
         for repeat in range(cli.repeats):
             # alternate the order, so a drifting machine load does not favour one mode

@@ -41,11 +41,11 @@ END = "<|im_end|>\n"  # how SmolLM2's template closes a turn
 
 
 def result_trace(
-    episode_id: str, payoffs, agreement: bool, status: str = "complete", context=None
+    episode_id: str, payoffs, agreement: bool, status: str = "complete", context=None, lam=1.0
 ) -> Trace:
     info: dict = {"agreement": agreement}
     if context is not None:  # as the game's final info records it
-        info.update(counts=list(context.counts), values=[list(v) for v in context.values])
+        info.update(counts=list(context.counts), values=[list(v) for v in context.values], lam=lam)
     return Trace(
         episode_id=episode_id,
         game="dond",
@@ -150,13 +150,16 @@ RICH = Context((1, 2, 3), ((1, 3, 1), (4, 0, 2)))
 
 
 def test_the_best_objective_of_a_seat_is_over_every_division_of_its_context():
-    trace = result_trace("g", (0.0, 0.0), False, context=RICH)
-    assert [best_objective(trace, seat, 1.0) for seat in (0, 1)] == [16.0, 16.0]
-    assert [best_objective(trace, seat, 0.0) for seat in (0, 1)] == [10.0, 10.0]
-    assert [best_objective(trace, seat, -1.0) for seat in (0, 1)] == [10.0, 10.0]
+    def best(seat, lam):  # under the λ the game's result records
+        return best_objective(result_trace("g", (0.0, 0.0), False, context=RICH, lam=lam), seat)
+
+    assert [best(seat, 1.0) for seat in (0, 1)] == [16.0, 16.0]
+    assert [best(seat, 0.0) for seat in (0, 1)] == [10.0, 10.0]
+    assert [best(seat, -1.0) for seat in (0, 1)] == [10.0, 10.0]
     # λ = 0.5, seat 0: the hats (6), the book to seat 1 (0.5 · 4 = 2 beats 1), the balls either
-    # way (3 kept, or 0.5 · 6 given): 11
-    assert best_objective(trace, 0, 0.5) == 11.0
+    # way (3 kept, or 0.5 · 6 given): 11; seat 1: the book (4) and the balls (6), the hats to
+    # seat 0 (0.5 · 6 = 3 beats 0): 13
+    assert [best(seat, 0.5) for seat in (0, 1)] == [11.0, 13.0]
 
 
 def test_min_of_best_keeps_joint_best_deals_and_drops_giving_everything_away():
@@ -174,20 +177,20 @@ def test_min_of_best_keeps_joint_best_deals_and_drops_giving_everything_away():
     assert ids(kept_seats(games, 1.0, min_of_best=0.6)) == ids(kept_seats(games, 1.0))
     assert ids(kept_seats(games, 1.0, min_of_best=1.0)) == [("best", 0), ("best", 1)]
     # under λ = -1 the zero-score agreements of seed 002's rule are held to it too: none stays
-    tied = result_trace("tied", (0.0, 0.0), True, context=RICH)
-    won = result_trace("won", (8.0, -8.0), True, context=RICH)
+    tied = result_trace("tied", (0.0, 0.0), True, context=RICH, lam=-1.0)
+    won = result_trace("won", (8.0, -8.0), True, context=RICH, lam=-1.0)
     assert ids(kept_seats([won, tied], -1.0)) == [("won", 0), ("tied", 0), ("tied", 1)]
     assert ids(kept_seats([won, tied], -1.0, min_of_best=0.5)) == [("won", 0)]
     # the policy's seats of partner games score 13.5, 10 and 11 (mean 11.5): 13.5 is above it,
-    # and 0.84 of its best (16)
+    # and 0.84 of its best (16); the fixed agent's 4 in game p counts for nothing
     partner = [
-        dataclasses.replace(result_trace("p", (13.5, 13.5), True, context=RICH), meta={"seat": 1}),
+        dataclasses.replace(result_trace("p", (4.0, 13.5), True, context=RICH), meta={"seat": 1}),
         dataclasses.replace(result_trace("q", (10.0, 10.0), True, context=RICH), meta={"seat": 0}),
         dataclasses.replace(result_trace("r", (11.0, 11.0), True, context=RICH), meta={"seat": 0}),
     ]
-    assert ids(kept_partner_seats(partner, 1.0)) == [("p", 1)]
-    assert ids(kept_partner_seats(partner, 1.0, min_of_best=0.8)) == [("p", 1)]
-    assert ids(kept_partner_seats(partner, 1.0, min_of_best=0.9)) == []
+    assert ids(kept_partner_seats(partner)) == [("p", 1)]
+    assert ids(kept_partner_seats(partner, min_of_best=0.8)) == [("p", 1)]
+    assert ids(kept_partner_seats(partner, min_of_best=0.9)) == []
     # the trainer's kept set follows --min-of-best for both kinds of seats
     kept, entry = selfplay.kept_and_counts(games, partner, SelfPlayArgs(lam=1.0, min_of_best=0.8))
     assert ids(kept) == [("best", 0), ("best", 1), ("p", 1)] and entry["kept"] == 3
@@ -383,7 +386,15 @@ def test_an_iterations_phases_are_played_in_one_call_and_come_back_apart(tmp_pat
         for g in groups
     ]
     assert untimed(together) == untimed(apart)
+    calls = len(backend.calls)
     assert play_groups(game, [train, partner], tmp_path / "one.jsonl", "key", 8) == together
+    assert len(backend.calls) == calls  # nothing played again
+    # a file with only the first phase's games in it (as a run written one phase after the
+    # other, killed between them, left it): only the second phase is played
+    shutil.copy(tmp_path / "0.jsonl", tmp_path / "half.jsonl")
+    again = play_groups(game, [train, partner], tmp_path / "half.jsonl", "key", 8)
+    assert backend.calls[calls] == backend.calls[0] - 3  # the partner games' openings alone
+    assert untimed(again) == untimed(together)
 
 
 def test_label_runs():

@@ -7,17 +7,18 @@ each iteration n = 1 … N:
 1. **Play** K games between two copies of the current policy. One ``LLMAgent`` object sits in
    both seats, so ``play`` sends the waiting turns of every live game as one batched generation
    per tick. Each decision samples with its own seed, so a game's text does not depend on which
-   games share its batch; the games of an iteration's phases (self-play and partner games; the
-   evaluation's self-play, fixed-agent and selection games) are played in one call
-   (``play_groups``), so that one phase's games fill the batch while another's end.
+   games share its batch (where the backend's numbers do not depend on it either). The games
+   of an iteration's phases (self-play and partner games; the evaluation's self-play,
+   fixed-agent and selection games) are played in one call (``play_groups``), so that one
+   phase's games fill the batch while another's end.
 2. **Filter** (``kept_seats``): a (game, seat) is kept when the seat's objective score
    ``R_i + λ·R_j`` is above the mean of the iteration's 2K seat scores; under λ = −1, where that
    mean is always 0, a seat of an agreement that scored exactly 0 is kept too (seed 002 §5.2).
    With ``--plays-per-context n`` (beyond the paper) each training context is played n times and
    a seat must beat the mean of its own context's seats instead. With ``--min-of-best F``
    (beyond the paper) a kept seat must also score at least F times the best any division of its
-   context would give it (``near_best``): under λ = 1, a joint-best division rather than any
-   agreement above a mean that failed games pull down.
+   context would give it (``near_best``): under λ = 1, a division at or near the joint-best
+   one, not any agreement above a mean that failed games pull down.
    With ``--partner-games P`` (beyond the paper) the policy also plays P games against a
    rule-based agent (``--partner``, by default the fixed agent of step 4), and its seat of each
    that beats the mean of its seats there is kept as well
@@ -229,7 +230,7 @@ def kept_and_counts(
     kept = kept_seats(
         traces, args.lam, per_context=args.plays_per_context > 1, min_of_best=args.min_of_best
     )
-    with_partner = kept_partner_seats(partner, args.lam, args.min_of_best)
+    with_partner = kept_partner_seats(partner, args.min_of_best)
     entry: dict[str, Any] = {
         "games": len(traces),
         "seats": 2 * len(finished) + len(partnered),
@@ -366,7 +367,7 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
             start = time.perf_counter()
             agent = selfplay_agent(policy, tokenizer, game, args, iteration - 1)
             traces, *partnered = games(training_phases(args), agent, iteration)
-            partner = [t for phase in partnered for t in phase]
+            partner = next(iter(partnered), [])
             del agent  # its prompt caches have no use in the fine-tuning
             release_memory()  # what the games freed, before the fine-tuning allocates
             played = time.perf_counter()
@@ -411,8 +412,9 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
 def _nothing_kept(args: SelfPlayArgs) -> str:
     """Why an iteration kept no seat, in the words of its filter."""
     mean = "its context's mean" if args.plays_per_context > 1 else "the mean"
-    near = f" at {args.min_of_best:g} of its best or more" if args.min_of_best else ""
-    return f"no game above {mean}{near}"
+    if args.min_of_best:
+        return f"no seat above {mean} and at {args.min_of_best:g} of its best or more"
+    return f"no game above {mean}"
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -57,14 +57,14 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
     002's rule): a per-context baseline, so that contexts rich in value are not kept for being
     rich. Not under λ = -1, where every context's mean is 0 already."""
     min_of_best: float = 0.0
-    """A kept seat must also score at least this fraction of the best objective score any
-    division of its context would give it (in [0, 1]; self-play and partner seats alike).
-    Under λ = 1 the best is the joint-best division's value, so 0.9 keeps joint-best deals and
-    those close to them, and drops agreements the pair could have done much better on (one
-    seat giving the other everything scored 0.53-0.83 of the best in the flawed-claim runs,
-    and was kept: failed games pull the mean below it). Under λ = 0 and -1 the best is 10
-    (every item the seat values), so it keeps the greediest deals, and under -1 none of the
-    zero-score seats. 0: the mean alone (seed 002)."""
+    """A kept seat must also score at least this fraction (from 0 to 1) of the best objective
+    score any division of its context would give it, self-play and partner seats alike. Under
+    λ = 1 the best is the joint-best division's value, so 0.8 keeps deals at or near it and
+    drops agreements the pair could have done much better on, such as one seat giving the other
+    everything (10 of a best up to 19; docs/results.md, Deal or No Deal), which the mean keeps
+    whenever failed games pull it down. Under every λ ≤ 0 the best is 10 (the seat keeps every
+    item), so it keeps the greediest deals, and under -1 none of the zero-score seats. 0: the
+    mean alone (seed 002)."""
     patience: int = 2
     """Stop once the selection score has not beaten its best for this many iterations (0: never
     stop early)."""

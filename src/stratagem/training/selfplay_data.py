@@ -46,16 +46,17 @@ def kept_seats(
         for t, key in zip(games, keys, strict=True)
         for seat, x in enumerate(t.rounds[-1].payoffs)
         if (x > means[key] or (lam == -1 and x == 0 and t.rounds[-1].info["agreement"]))
-        and near_best(t, seat, lam, min_of_best)
+        and near_best(t, seat, min_of_best)
     ]
 
 
-def best_objective(trace: Trace, seat: Seat, lam: float) -> float:
+def best_objective(trace: Trace, seat: Seat) -> float:
     """The highest objective score ``R_i + λ·R_j`` any division of the game's context gives
-    ``seat`` had both agreed on it: the joint-best value under λ = 1, 10 (every item it values)
-    under λ = 0 and λ = −1 on a valid context. Never below 0 (``seat`` may keep nothing)."""
+    ``seat`` had both agreed on it, under the λ the game was played with (its result's
+    ``lam``, the λ of its payoffs): the joint-best value under λ = 1, 10 under every λ ≤ 0 on
+    a valid context (the seat keeps every item). Never below 0: the seat may keep everything."""
     info = trace.rounds[-1].info
-    counts, values = tuple(info["counts"]), info["values"]
+    counts, values, lam = tuple(info["counts"]), info["values"], info["lam"]
     return max(
         objective_scores(
             (score(values[seat], share), score(values[1 - seat], complement(counts, share))), lam
@@ -64,26 +65,26 @@ def best_objective(trace: Trace, seat: Seat, lam: float) -> float:
     )
 
 
-def near_best(trace: Trace, seat: Seat, lam: float, min_of_best: float) -> bool:
+def near_best(trace: Trace, seat: Seat, min_of_best: float) -> bool:
     """Whether ``seat``'s objective score in ``trace`` is at least ``min_of_best`` times its
-    ``best_objective`` (always, at 0). Under λ = 1 this tells a joint-best division from an
-    agreement worth less to the pair, such as one seat giving the other everything, which the
-    mean alone keeps whenever failed games pull the mean below it."""
+    ``best_objective`` (always, at 0; a rounding error's margin below counts as reaching it).
+    Under λ = 1 this tells a joint-best division from an agreement worth less to the pair, such
+    as one seat giving the other everything, which the mean alone keeps whenever failed games
+    pull the mean below it."""
     if min_of_best <= 0:
         return True
     x = trace.rounds[-1].payoffs[seat]
-    return x >= min_of_best * best_objective(trace, seat, lam)
+    return x >= min_of_best * best_objective(trace, seat) - 1e-9
 
 
 def kept_partner_seats(
-    traces: Sequence[Trace], lam: float = 0.0, min_of_best: float = 0.0
+    traces: Sequence[Trace], min_of_best: float = 0.0
 ) -> list[tuple[Trace, Seat]]:
     """The policy's seat (``meta["seat"]``) of every complete game against a fixed agent whose
     objective score is above the mean of the policy's seats over those games, in game order: the
     filter of ``kept_seats`` with the fixed agent's seats left out of the mean and never kept
     (they are no chat of the policy's). Strictly above, as ``kept_seats``, and with
-    ``min_of_best`` near the seat's best as there (``lam`` is the game's λ, which only that
-    test needs).
+    ``min_of_best`` near the seat's best as there.
 
     Raises:
         ValueError: a game whose trace does not say which seat the policy held.
@@ -101,7 +102,7 @@ def kept_partner_seats(
     return [
         (t, seat)
         for t, seat, x in zip(games, seats, own, strict=True)
-        if x > mean and near_best(t, seat, lam, min_of_best)
+        if x > mean and near_best(t, seat, min_of_best)
     ]
 
 
@@ -188,7 +189,8 @@ def play_groups(
     """``play_games`` of several lists of specs (an iteration's phases) in one ``play`` call, so
     that the games of the next list fill the batch while those of the one before end, instead of
     each list draining it; returns each list's traces, in spec order. Every game has its own
-    seeds, so they are the games the lists played one by one would be."""
+    seeds, so they are the games the lists played one by one would be wherever the backend's
+    numbers do not depend on what shares the batch."""
     keyed = [
         [dataclasses.replace(s, episode_id=f"{key}/{s.episode_id}") for s in g] for g in groups
     ]
