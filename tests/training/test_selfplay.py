@@ -22,10 +22,11 @@ from stratagem.seeding import derive
 from stratagem.settings import field_docs
 from stratagem.strategies import get_strategy
 from stratagem.trace import Trace, read_traces
-from stratagem.training import selfplay
+from stratagem.training import selfplay, selfplay_data
 from stratagem.training.selfplay import SelfPlayArgs, train_selfplay
 from stratagem.training.selfplay_data import (
     best_objective,
+    kept_and_counts,
     kept_partner_seats,
     kept_seats,
     label_runs,
@@ -126,7 +127,7 @@ def test_an_iterations_kept_set_is_its_self_play_seats_then_its_partner_seats():
         dataclasses.replace(result_trace("q", (9.0, 2.0), False), meta={"seat": 1}),
     ]
     args = SelfPlayArgs(partner_games=2)
-    kept, entry = selfplay.kept_and_counts(games, partner, args)
+    kept, entry = kept_and_counts(games, partner, args)
     assert [(t.episode_id, s) for t, s in kept] == [("a", 0), ("p", 0)]
     assert entry == {
         "games": 2,
@@ -139,7 +140,7 @@ def test_an_iterations_kept_set_is_its_self_play_seats_then_its_partner_seats():
         "partner_score": 4.0,
         "partner_agreement_rate": 0.5,
     }
-    kept, entry = selfplay.kept_and_counts(games, [], SelfPlayArgs())
+    kept, entry = kept_and_counts(games, [], SelfPlayArgs())
     assert [(t.episode_id, s) for t, s in kept] == [("a", 0)]
     assert entry == {"games": 2, "seats": 4, "mean_score": 3.0, "agreement_rate": 0.5, "kept": 1}
 
@@ -192,9 +193,9 @@ def test_min_of_best_keeps_joint_best_deals_and_drops_giving_everything_away():
     assert ids(kept_partner_seats(partner, min_of_best=0.8)) == [("p", 1)]
     assert ids(kept_partner_seats(partner, min_of_best=0.9)) == []
     # the trainer's kept set follows --min-of-best for both kinds of seats
-    kept, entry = selfplay.kept_and_counts(games, partner, SelfPlayArgs(lam=1.0, min_of_best=0.8))
+    kept, entry = kept_and_counts(games, partner, SelfPlayArgs(lam=1.0, min_of_best=0.8))
     assert ids(kept) == [("best", 0), ("best", 1), ("p", 1)] and entry["kept"] == 3
-    kept, _ = selfplay.kept_and_counts(games, partner, SelfPlayArgs(lam=1.0, min_of_best=0.9))
+    kept, _ = kept_and_counts(games, partner, SelfPlayArgs(lam=1.0, min_of_best=0.9))
     assert ids(kept) == [("best", 0), ("best", 1)]
 
 
@@ -589,8 +590,10 @@ def test_plays_per_context_keep_seats_by_their_own_contexts_mean(
     tiny_model, tmp_path, steered, monkeypatch
 ):
     calls = []
-    real = selfplay.kept_seats
-    monkeypatch.setattr(selfplay, "kept_seats", lambda *a, **kw: calls.append(kw) or real(*a, **kw))
+    real = selfplay_data.kept_seats
+    monkeypatch.setattr(
+        selfplay_data, "kept_seats", lambda *a, **kw: calls.append(kw) or real(*a, **kw)
+    )
     out = tmp_path / "run"
     train_selfplay(tiny_settings(tiny_model, out, iterations=1, plays_per_context=3), log=print)
     assert calls == [{"per_context": True, "min_of_best": 0.0}]

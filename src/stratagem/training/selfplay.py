@@ -78,9 +78,8 @@ from typing import Any, Literal
 
 from stratagem.agent import Agent
 from stratagem.errors import ConfigError
-from stratagem.game import Game, Seat
+from stratagem.game import Game
 from stratagem.games.dond import DEFAULT_MAX_TURNS, Context, ContextSplit, split_contexts
-from stratagem.metrics.dond import complete
 from stratagem.play import EpisodeSpec
 from stratagem.seeding import derive
 from stratagem.trace import Trace
@@ -94,8 +93,7 @@ from stratagem.training.policy import (
 from stratagem.training.rollouts import opponent as opponent_agent
 from stratagem.training.selfplay_args import SelfPlayArgs, dond_game
 from stratagem.training.selfplay_data import (
-    kept_partner_seats,
-    kept_seats,
+    kept_and_counts,
     play_groups,
     sft_rows,
     stalled,
@@ -216,36 +214,6 @@ def evaluation_phases(args: SelfPlayArgs) -> list[Phase]:
 
 
 # ---- the SFT ----
-
-
-def kept_and_counts(
-    traces: list[Trace], partner: list[Trace], args: SelfPlayArgs
-) -> tuple[list[tuple[Trace, Seat]], dict[str, Any]]:
-    """The kept (game, seat) pairs of an iteration — the self-play games ``traces``' kept seats,
-    then the policy's kept seats of the games with the fixed partner ``partner`` — and the log
-    entry's counts: ``games``, ``mean_score`` and ``agreement_rate`` of the self-play games;
-    ``seats`` and ``kept`` of both (the partner games' policy seats included); with
-    ``partner_games``, the partner games' count, kept seats, mean policy score and agreement."""
-    finished, partnered = complete(traces), complete(partner)
-    kept = kept_seats(
-        traces, args.lam, per_context=args.plays_per_context > 1, min_of_best=args.min_of_best
-    )
-    with_partner = kept_partner_seats(partner, args.min_of_best)
-    entry: dict[str, Any] = {
-        "games": len(traces),
-        "seats": 2 * len(finished) + len(partnered),
-        "mean_score": _mean([t.rounds[-1].payoffs[s] for t in finished for s in (0, 1)]),
-        "agreement_rate": _mean([float(t.rounds[-1].info["agreement"]) for t in finished]),
-        "kept": len(kept) + len(with_partner),
-    }
-    if args.partner_games:
-        entry["partner_games"] = len(partner)
-        entry["partner_kept"] = len(with_partner)
-        entry["partner_score"] = _mean([t.rounds[-1].payoffs[t.meta["seat"]] for t in partnered])
-        entry["partner_agreement_rate"] = _mean(
-            [float(t.rounds[-1].info["agreement"]) for t in partnered]
-        )
-    return kept + with_partner, entry
 
 
 def fine_tune(
@@ -415,7 +383,3 @@ def _nothing_kept(args: SelfPlayArgs) -> str:
     if args.min_of_best:
         return f"no seat above {mean} and at {args.min_of_best:g} of its best or more"
     return f"no game above {mean}"
-
-
-def _mean(values: Sequence[float]) -> float:
-    return math.fsum(values) / len(values) if values else 0.0

@@ -10,12 +10,14 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from stratagem.game import Game, Seat
 from stratagem.games.dond.contexts import complement, divisions, objective_scores, score
 from stratagem.metrics.dond import accepted, complete
 from stratagem.play import EpisodeSpec, play
 from stratagem.trace import Trace, TraceWriter, read_traces
+from stratagem.training.selfplay_args import SelfPlayArgs
 from stratagem.training.trl_config import IGNORE, tokenize_chat
 
 
@@ -104,6 +106,36 @@ def kept_partner_seats(
         for t, seat, x in zip(games, seats, own, strict=True)
         if x > mean and near_best(t, seat, min_of_best)
     ]
+
+
+def kept_and_counts(
+    traces: list[Trace], partner: list[Trace], args: SelfPlayArgs
+) -> tuple[list[tuple[Trace, Seat]], dict[str, Any]]:
+    """The kept (game, seat) pairs of an iteration — the self-play games ``traces``' kept seats,
+    then the policy's kept seats of the games with the fixed partner ``partner`` — and the log
+    entry's counts: ``games``, ``mean_score`` and ``agreement_rate`` of the self-play games;
+    ``seats`` and ``kept`` of both (the partner games' policy seats included); with
+    ``partner_games``, the partner games' count, kept seats, mean policy score and agreement."""
+    finished, partnered = complete(traces), complete(partner)
+    kept = kept_seats(
+        traces, args.lam, per_context=args.plays_per_context > 1, min_of_best=args.min_of_best
+    )
+    with_partner = kept_partner_seats(partner, args.min_of_best)
+    entry: dict[str, Any] = {
+        "games": len(traces),
+        "seats": 2 * len(finished) + len(partnered),
+        "mean_score": _mean([t.rounds[-1].payoffs[s] for t in finished for s in (0, 1)]),
+        "agreement_rate": _mean([float(t.rounds[-1].info["agreement"]) for t in finished]),
+        "kept": len(kept) + len(with_partner),
+    }
+    if args.partner_games:
+        entry["partner_games"] = len(partner)
+        entry["partner_kept"] = len(with_partner)
+        entry["partner_score"] = _mean([t.rounds[-1].payoffs[t.meta["seat"]] for t in partnered])
+        entry["partner_agreement_rate"] = _mean(
+            [float(t.rounds[-1].info["agreement"]) for t in partnered]
+        )
+    return kept + with_partner, entry
 
 
 def _context_key(trace: Trace) -> tuple:
@@ -209,3 +241,7 @@ def stalled(values: Sequence[float], patience: int) -> bool:
     if patience < 1 or len(values) <= patience:
         return False
     return max(values[-patience:]) <= max(values[:-patience])
+
+
+def _mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values) if values else 0.0
