@@ -352,8 +352,10 @@ def test_self_play_is_one_batched_call_per_tick_and_a_rerun_reads_the_games_back
 def test_an_iterations_phases_are_played_in_one_call_and_come_back_apart(tmp_path):
     """Self-play and partner games share the batch (``play_groups``): the first tick asks the
     model for every game's opening at once, not first the self-play games' and, once those
-    have ended, the partner games'; each phase's traces come back in spec order, the same games
-    the phases played one by one give."""
+    have ended, the partner games'; each phase's traces come back in spec order, the games (ids,
+    contexts, seats, moves) the phases played one by one give. The scripted model answers alike
+    whatever shares its batch; that the real model's sampled games do too is what
+    ``benchmarks/selfplay.py --partner-games`` checks ("same games")."""
     from stratagem.agents.llm import LLMAgent
     from stratagem.backends.scripted import ScriptedBackend
 

@@ -226,11 +226,11 @@ def play_groups(
     keyed = [
         [dataclasses.replace(s, episode_id=f"{key}/{s.episode_id}") for s in g] for g in groups
     ]
+    every = [s for g in keyed for s in g]
     with TraceWriter(path) as writer:
-        every = [s for g in keyed for s in g]
         for trace in play(game, every, max_live=max_live, skip=writer.done, on_error="record"):
             writer.write(trace)
-    wanted = {s.episode_id for g in keyed for s in g}
+    wanted = {s.episode_id for s in every}
     found = {t.episode_id: t for t in read_traces(path) if t.episode_id in wanted}
     return [[found[s.episode_id] for s in g if s.episode_id in found] for g in keyed]
 
