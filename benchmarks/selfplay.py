@@ -61,7 +61,7 @@ def run_phases(policy, tokenizer, game, args: SelfPlayArgs, together: bool):
         path = Path(folder) / "games.jsonl"
         wall, cpu = time.perf_counter(), time.process_time()
         if together:
-            played = play_groups(game, groups, path, "bench", args.max_live)
+            played = play_groups(game, groups, [path] * len(groups), "bench", args.max_live)
         else:
             played = [play_games(game, g, path, "bench", args.max_live) for g in groups]
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu

@@ -366,7 +366,8 @@ def test_an_iterations_phases_are_played_in_one_call_and_come_back_apart(tmp_pat
     fair = get_strategy("dond", "FairSplit")
     train = selfplay.game_specs("train", agent, agent, args, iteration=1)
     partner = selfplay.game_specs("partner", agent, fair, args, iteration=1)
-    together = play_groups(game, [train, partner], tmp_path / "one.jsonl", "key", max_live=8)
+    one = [tmp_path / "one.jsonl"] * 2
+    together = play_groups(game, [train, partner], one, "key", max_live=8)
     assert backend.calls[0] > 3 and backend.calls[0] == 3 + sum(
         s.meta["seat"] == t.rounds[-1].info["first"]
         for s, t in zip(partner, together[1], strict=True)
@@ -390,14 +391,34 @@ def test_an_iterations_phases_are_played_in_one_call_and_come_back_apart(tmp_pat
     ]
     assert untimed(together) == untimed(apart)
     calls = len(backend.calls)
-    assert play_groups(game, [train, partner], tmp_path / "one.jsonl", "key", 8) == together
+    assert play_groups(game, [train, partner], one, "key", 8) == together
     assert len(backend.calls) == calls  # nothing played again
     # a file with only the first phase's games in it (as a run written one phase after the
     # other, killed between them, left it): only the second phase is played
     shutil.copy(tmp_path / "0.jsonl", tmp_path / "half.jsonl")
-    again = play_groups(game, [train, partner], tmp_path / "half.jsonl", "key", 8)
+    again = play_groups(game, [train, partner], [tmp_path / "half.jsonl"] * 2, "key", 8)
     assert backend.calls[calls] == backend.calls[0] - 3  # the partner games' openings alone
     assert untimed(again) == untimed(together)
+
+    # each phase into a file of its own (as `selfplay-eval` writes them), still in one call:
+    # the first phase's file already written, only the second phase is played, into its file
+    calls = len(backend.calls)
+    own = [tmp_path / "0.jsonl", tmp_path / "own" / "partner.jsonl"]
+    split = play_groups(game, [train, partner], own, "key", 8)
+    assert backend.calls[calls] == backend.calls[0] - 3
+    assert untimed(split) == untimed(together)
+    in_file = lambda path: sorted(t.episode_id for t in read_traces(path))  # noqa: E731
+    assert in_file(own[1]) == sorted(t.episode_id for t in together[1])  # in the order they ended
+    assert in_file(own[0]) == sorted(t.episode_id for t in together[0])
+    # both files written: a rerun plays nothing; a game in the other list's file is no excuse
+    calls = len(backend.calls)
+    assert play_groups(game, [train, partner], own, "key", 8) == split
+    assert len(backend.calls) == calls
+    crossed = play_groups(game, [train, partner], own[::-1], "key", 8)
+    assert len(backend.calls) > calls  # each list's games are looked for in its own file only
+    assert untimed(crossed) == untimed(together)
+    with pytest.raises(ValueError, match="2 lists of games but 1 trace files"):
+        play_groups(game, [train, partner], own[:1], "key", 8)
 
 
 def test_label_runs():

@@ -293,7 +293,7 @@ def train_selfplay(args: SelfPlayArgs, log: Log = print) -> Path:
                 for p in phases
             ]
             path = folder / f"iteration-{iteration}.jsonl"
-            return play_groups(game, groups, path, ckpt.run.key, args.max_live)
+            return play_groups(game, groups, [path] * len(groups), ckpt.run.key, args.max_live)
 
         def evaluate(iteration: int) -> None:
             selection = f", {args.select_games} to choose on" if args.select_games else ""

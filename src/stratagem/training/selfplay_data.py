@@ -6,6 +6,7 @@ disjoint, are ``games.dond.split_contexts``'. See ``selfplay``'s module docstrin
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -212,26 +213,41 @@ def sft_rows(tokenizer, kept: Sequence[tuple[Trace, Seat]], max_length: int) -> 
 def play_games(game: Game, specs: Sequence[EpisodeSpec], path: Path, key: str, max_live: int):
     """Plays the ``specs`` not yet in the trace file ``path`` (appending each as it ends) and
     returns the traces of all of them, in spec order. Episode ids get the run's ``key``."""
-    return play_groups(game, [specs], path, key, max_live)[0]
+    return play_groups(game, [specs], [path], key, max_live)[0]
 
 
 def play_groups(
-    game: Game, groups: Sequence[Sequence[EpisodeSpec]], path: Path, key: str, max_live: int
+    game: Game,
+    groups: Sequence[Sequence[EpisodeSpec]],
+    paths: Sequence[Path],
+    key: str,
+    max_live: int,
 ) -> list[list[Trace]]:
-    """``play_games`` of several lists of specs (an iteration's phases) in one ``play`` call, so
-    that the games of the next list fill the batch while those of the one before end, instead of
-    each list draining it; returns each list's traces, in spec order. Every game has its own
-    seeds, so they are the games the lists played one by one would be wherever the backend's
-    numbers do not depend on what shares the batch."""
+    """``play_games`` of several lists of specs (an iteration's phases), each list into its own
+    trace file ``paths[i]`` (lists may share one), in one ``play`` call, so that the games of
+    the next list fill the batch while those of the one before end, instead of each list
+    draining it; returns each list's traces, in spec order. Every game has its own seeds, so
+    they are the games the lists played one by one would be wherever the backend's numbers do
+    not depend on what shares the batch. A game is skipped when its own file holds it already.
+
+    Raises:
+        ValueError: not one path per list.
+    """
+    if len(paths) != len(groups):
+        raise ValueError(f"{len(groups)} lists of games but {len(paths)} trace files")
     keyed = [
         [dataclasses.replace(s, episode_id=f"{key}/{s.episode_id}") for s in g] for g in groups
     ]
     every = [s for g in keyed for s in g]
-    with TraceWriter(path) as writer:
-        for trace in play(game, every, max_live=max_live, skip=writer.done, on_error="record"):
-            writer.write(trace)
-    wanted = {s.episode_id for s in every}
-    found = {t.episode_id: t for t in read_traces(path) if t.episode_id in wanted}
+    with contextlib.ExitStack() as stack:
+        writers = {p: stack.enter_context(TraceWriter(p)) for p in dict.fromkeys(paths)}
+        owner = {s.episode_id: writers[p] for g, p in zip(keyed, paths, strict=True) for s in g}
+        done = {episode for episode, writer in owner.items() if episode in writer.done}
+        for trace in play(game, every, max_live=max_live, skip=done, on_error="record"):
+            owner[trace.episode_id].write(trace)
+    found: dict[str, Trace] = {}
+    for path in dict.fromkeys(paths):
+        found.update((t.episode_id, t) for t in read_traces(path) if t.episode_id in owner)
     return [[found[s.episode_id] for s in g if s.episode_id in found] for g in keyed]
 
 

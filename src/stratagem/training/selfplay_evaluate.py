@@ -22,6 +22,9 @@ same games — contexts, seeds, seats — against that agent instead, all of the
 the run never trained with (``train selfplay --partner-games`` trains with its own). Its games
 and rows go under the phase name ``fixed-<opponent>``.
 
+A checkpoint's phases are played in one call (``selfplay_data.play_groups``: one phase's games
+fill the batch while another's end), each into its own file.
+
 Writes ``RUN/evaluation-<games>/``: ``<phase>/iteration-K.jsonl`` (every game), ``summary.json``
 and ``summary.md`` (of the checkpoints and phases named in this call: naming again those of an
 earlier call reads their games back instead of playing them). A rerun skips the games already
@@ -192,7 +195,7 @@ def evaluate_checkpoints(
     from stratagem.training.policy import load_policy
     from stratagem.training.rollouts import opponent as opponent_agent
     from stratagem.training.selfplay import game_specs, selfplay_agent
-    from stratagem.training.selfplay_data import play_games
+    from stratagem.training.selfplay_data import play_groups
 
     if games < 1:
         raise ConfigError("--games: play at least one game per phase")
@@ -218,6 +221,7 @@ def evaluate_checkpoints(
         weights = load_file(str(folder / "adapter" / "adapter_model.safetensors"))
         set_peft_model_state_dict(policy, weights)
         agent = selfplay_agent(policy, tokenizer, game, args, k)
+        groups, paths = [], []
         for phase in phases:
             path = out / names[phase] / f"iteration-{k}.jsonl"
             copied = seed_from_run(run, k, phase, path) if names[phase] == phase else 0
@@ -225,7 +229,13 @@ def evaluate_checkpoints(
             specs = game_specs(phase, agent, fixed, args, k, split)  # type: ignore[arg-type]
             if args.select_games:
                 specs = off_selection(specs, split, args, own)
-            played[k, phase] = play_games(game, specs, path, key, args.max_live)
+            groups.append(specs)
+            paths.append(path)
+        # the phases share the batch, as in the trainer's own evaluation
+        for phase, traces in zip(
+            phases, play_groups(game, groups, paths, key, args.max_live), strict=True
+        ):
+            played[k, phase] = traces
         del agent  # and with it the backend's prompt caches
         release_memory()
     results = []
