@@ -21,7 +21,7 @@ from stratagem.games.dond import Context, complement, render_share
 from stratagem.seeding import derive
 from stratagem.settings import field_docs
 from stratagem.strategies import get_strategy
-from stratagem.trace import Trace, read_traces
+from stratagem.trace import Trace, TraceWriter, read_traces
 from stratagem.training import selfplay, selfplay_data
 from stratagem.training.selfplay import SelfPlayArgs, train_selfplay
 from stratagem.training.selfplay_data import (
@@ -349,7 +349,7 @@ def test_self_play_is_one_batched_call_per_tick_and_a_rerun_reads_the_games_back
     assert len(train_seeds) == 6  # fresh games every iteration
 
 
-def test_an_iterations_phases_are_played_in_one_call_and_come_back_apart(tmp_path):
+def test_an_iterations_phases_are_played_in_one_call_and_come_back_apart(tmp_path, monkeypatch):
     """Self-play and partner games share the batch (``play_groups``): the first tick asks the
     model for every game's opening at once, not first the self-play games' and, once those
     have ended, the partner games'; each phase's traces come back in spec order, the games (ids,
@@ -408,7 +408,7 @@ def test_an_iterations_phases_are_played_in_one_call_and_come_back_apart(tmp_pat
     assert backend.calls[calls] == backend.calls[0] - 3
     assert untimed(split) == untimed(together)
     in_file = lambda path: sorted(t.episode_id for t in read_traces(path))  # noqa: E731
-    assert in_file(own[1]) == sorted(t.episode_id for t in together[1])  # in the order they ended
+    assert in_file(own[1]) == sorted(t.episode_id for t in together[1])
     assert in_file(own[0]) == sorted(t.episode_id for t in together[0])
     # both files written: a rerun plays nothing; a game in the other list's file is no excuse
     calls = len(backend.calls)
@@ -417,8 +417,31 @@ def test_an_iterations_phases_are_played_in_one_call_and_come_back_apart(tmp_pat
     crossed = play_groups(game, [train, partner], own[::-1], "key", 8)
     assert len(backend.calls) > calls  # each list's games are looked for in its own file only
     assert untimed(crossed) == untimed(together)
+    # a different copy of a game in another list's file is neither skipped on nor read back
+    stale = dataclasses.replace(together[0][0], meta={**together[0][0].meta, "stale": True})
+    mine, other = tmp_path / "mine.jsonl", tmp_path / "other.jsonl"
+    with TraceWriter(other) as writer:
+        writer.write(stale)
+    fresh = play_groups(game, [train, partner], [mine, other], "key", 8)
+    assert untimed(fresh) == untimed(together) and "stale" not in fresh[0][0].meta
+    assert in_file(mine) == sorted(t.episode_id for t in together[0])
     with pytest.raises(ValueError, match="2 lists of games but 1 trace files"):
         play_groups(game, [train, partner], own[:1], "key", 8)
+    with pytest.raises(ValueError, match="listed twice"):
+        play_groups(game, [train, train], [tmp_path / "a.jsonl", tmp_path / "b.jsonl"], "key", 8)
+    # one file under two spellings is one file: one writer, each game written once
+    opened = []
+
+    class CountingWriter(TraceWriter):
+        def __init__(self, path, *args, **kwargs):
+            opened.append(path)
+            super().__init__(path, *args, **kwargs)
+
+    monkeypatch.setattr(selfplay_data, "TraceWriter", CountingWriter)
+    spelt = [tmp_path / "c.jsonl", tmp_path / "own" / ".." / "c.jsonl"]
+    assert untimed(play_groups(game, [train, partner], spelt, "key", 8)) == untimed(together)
+    assert opened == [spelt[0].resolve()]
+    assert in_file(spelt[0]) == sorted(t.episode_id for g in together for t in g)
 
 
 def test_label_runs():

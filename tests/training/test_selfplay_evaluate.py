@@ -175,7 +175,8 @@ def test_a_reloaded_checkpoint_replays_the_runs_games_and_plays_more(
 
     # played afresh instead of copied, the run's games come out token for token the same
     monkeypatch.setattr(selfplay_evaluate, "seed_from_run", lambda *a: 0)
-    evaluate_checkpoints(run, [1], 2, phases=["selfplay"], log=lambda _: None)
+    twice = evaluate_checkpoints(run, [1], 2, phases=["selfplay", "selfplay"], log=lambda _: None)
+    assert [(r.phase, r.checkpoint) for r in twice] == [("selfplay", 1)]  # named twice, played once
     replayed = read_traces(run / "evaluation-2/selfplay/iteration-1.jsonl")
     own = [
         t for t in read_traces(run / "traces/iteration-1.jsonl") if t.meta["phase"] == "selfplay"

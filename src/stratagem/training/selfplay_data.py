@@ -228,10 +228,11 @@ def play_groups(
     the next list fill the batch while those of the one before end, instead of each list
     draining it; returns each list's traces, in spec order. Every game has its own seeds, so
     they are the games the lists played one by one would be wherever the backend's numbers do
-    not depend on what shares the batch. A game is skipped when its own file holds it already.
+    not depend on what shares the batch. A game is skipped when its own file holds it already,
+    and read back from that file only.
 
     Raises:
-        ValueError: not one path per list.
+        ValueError: not one path per list, or an episode id listed twice.
     """
     if len(paths) != len(groups):
         raise ValueError(f"{len(groups)} lists of games but {len(paths)} trace files")
@@ -239,15 +240,18 @@ def play_groups(
         [dataclasses.replace(s, episode_id=f"{key}/{s.episode_id}") for s in g] for g in groups
     ]
     every = [s for g in keyed for s in g]
+    if len({s.episode_id for s in every}) < len(every):
+        raise ValueError("a game is listed twice: every episode id must be unique across lists")
+    files = [Path(p).resolve() for p in paths]  # one writer per file, however it is spelt
     with contextlib.ExitStack() as stack:
-        writers = {p: stack.enter_context(TraceWriter(p)) for p in dict.fromkeys(paths)}
-        owner = {s.episode_id: writers[p] for g, p in zip(keyed, paths, strict=True) for s in g}
-        done = {episode for episode, writer in owner.items() if episode in writer.done}
+        writers = {f: stack.enter_context(TraceWriter(f)) for f in dict.fromkeys(files)}
+        own = {s.episode_id: f for g, f in zip(keyed, files, strict=True) for s in g}
+        done = {episode for episode, f in own.items() if episode in writers[f].done}
         for trace in play(game, every, max_live=max_live, skip=done, on_error="record"):
-            owner[trace.episode_id].write(trace)
+            writers[own[trace.episode_id]].write(trace)
     found: dict[str, Trace] = {}
-    for path in dict.fromkeys(paths):
-        found.update((t.episode_id, t) for t in read_traces(path) if t.episode_id in owner)
+    for f in writers:  # a game is read back from its own list's file only
+        found.update((t.episode_id, t) for t in read_traces(f) if own.get(t.episode_id) == f)
     return [[found[s.episode_id] for s in g if s.episode_id in found] for g in keyed]
 
 

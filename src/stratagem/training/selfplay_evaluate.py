@@ -203,6 +203,7 @@ def evaluate_checkpoints(
         raise ConfigError("--checkpoints: name at least one checkpoint")
     if unknown := [p for p in phases if p not in PHASES]:
         raise ConfigError(f"--phases: {', '.join(unknown)}; choose from {', '.join(PHASES)}")
+    phases = list(dict.fromkeys(phases))  # a phase named twice is played once
     run = Path(run)
     args = run_settings(run, games)
     fixed = opponent_agent("dond", opponent or args.opponent)  # an unknown name: before loading
