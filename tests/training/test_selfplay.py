@@ -349,7 +349,7 @@ def test_self_play_is_one_batched_call_per_tick_and_a_rerun_reads_the_games_back
     assert len(train_seeds) == 6  # fresh games every iteration
 
 
-def test_an_iterations_phases_are_played_in_one_call_and_come_back_apart(tmp_path, monkeypatch):
+def test_an_iterations_phases_are_played_in_one_call_and_come_back_apart(tmp_path):
     """Self-play and partner games share the batch (``play_groups``): the first tick asks the
     model for every game's opening at once, not first the self-play games' and, once those
     have ended, the partner games'; each phase's traces come back in spec order, the games (ids,
@@ -380,15 +380,6 @@ def test_an_iterations_phases_are_played_in_one_call_and_come_back_apart(tmp_pat
         play_games(game, g, tmp_path / f"{i}.jsonl", "key", 8)
         for i, g in enumerate((train, partner))
     ]
-    untimed = lambda groups: [  # noqa: E731 (how long a decision took is no part of the game)
-        [
-            dataclasses.replace(
-                t, decisions=tuple(dataclasses.replace(d, seconds=0.0) for d in t.decisions)
-            )
-            for t in g
-        ]
-        for g in groups
-    ]
     assert untimed(together) == untimed(apart)
     calls = len(backend.calls)
     assert play_groups(game, [train, partner], one, "key", 8) == together
@@ -400,8 +391,27 @@ def test_an_iterations_phases_are_played_in_one_call_and_come_back_apart(tmp_pat
     assert backend.calls[calls] == backend.calls[0] - 3  # the partner games' openings alone
     assert untimed(again) == untimed(together)
 
-    # each phase into a file of its own (as `selfplay-eval` writes them), still in one call:
+
+def test_phases_written_to_files_of_their_own_still_share_one_call(tmp_path, monkeypatch):
+    """Each list of games into its own trace file (as ``selfplay-eval`` writes its phases), in
+    one ``play`` call: a game is skipped when its own file holds it and read back from there
+    only; ids listed twice and a wrong number of files are refused; one file however spelt has
+    one writer."""
+    from stratagem.agents.llm import LLMAgent
+    from stratagem.backends.scripted import ScriptedBackend
+
+    game = get_game("dond")
+    backend = ScriptedBackend(lambda chat: "hello")  # refused every time: 5 in a row abort
+    agent = LLMAgent(backend, game)
+    args = SelfPlayArgs(games=3, partner_games=4)
+    fair = get_strategy("dond", "FairSplit")
+    train = selfplay.game_specs("train", agent, agent, args, iteration=1)
+    partner = selfplay.game_specs("partner", agent, fair, args, iteration=1)
+    together = play_groups(game, [train, partner], [tmp_path / "one.jsonl"] * 2, "key", 8)
+    assert backend.calls[0] > 3  # both phases' openings in the first tick
+
     # the first phase's file already written, only the second phase is played, into its file
+    play_games(game, train, tmp_path / "0.jsonl", "key", 8)
     calls = len(backend.calls)
     own = [tmp_path / "0.jsonl", tmp_path / "own" / "partner.jsonl"]
     split = play_groups(game, [train, partner], own, "key", 8)
@@ -827,3 +837,17 @@ def test_gradient_checkpointing_is_not_part_of_a_runs_fingerprint(tiny_model, tm
     args = tiny_settings(tiny_model, tmp_path)
     on = dataclasses.replace(args, gradient_checkpointing=True)
     assert args.fingerprint() == on.fingerprint()
+
+
+def untimed(groups: list[list[Trace]]) -> list[list[Trace]]:
+    """The traces with every decision's time set to 0 (how long a decision took is no part of
+    the game)."""
+    return [
+        [
+            dataclasses.replace(
+                t, decisions=tuple(dataclasses.replace(d, seconds=0.0) for d in t.decisions)
+            )
+            for t in g
+        ]
+        for g in groups
+    ]
