@@ -349,6 +349,22 @@ def test_self_play_is_one_batched_call_per_tick_and_a_rerun_reads_the_games_back
     assert len(train_seeds) == 6  # fresh games every iteration
 
 
+def _refused_phases():
+    """DoND, a scripted model refused every time (5 in a row abort a game), and iteration 1's
+    specs of 3 self-play and 4 FairSplit partner games."""
+    from stratagem.agents.llm import LLMAgent
+    from stratagem.backends.scripted import ScriptedBackend
+
+    game = get_game("dond")
+    backend = ScriptedBackend(lambda chat: "hello")
+    agent = LLMAgent(backend, game)
+    args = SelfPlayArgs(games=3, partner_games=4)
+    fair = get_strategy("dond", "FairSplit")
+    train = selfplay.game_specs("train", agent, agent, args, iteration=1)
+    partner = selfplay.game_specs("partner", agent, fair, args, iteration=1)
+    return game, backend, train, partner
+
+
 def test_an_iterations_phases_are_played_in_one_call_and_come_back_apart(tmp_path):
     """Self-play and partner games share the batch (``play_groups``): the first tick asks the
     model for every game's opening at once, not first the self-play games' and, once those
@@ -356,16 +372,7 @@ def test_an_iterations_phases_are_played_in_one_call_and_come_back_apart(tmp_pat
     contexts, seats, moves) the phases played one by one give. The scripted model answers alike
     whatever shares its batch; that the real model's sampled games do too is what
     ``benchmarks/selfplay.py --partner-games`` checks ("same games")."""
-    from stratagem.agents.llm import LLMAgent
-    from stratagem.backends.scripted import ScriptedBackend
-
-    game = get_game("dond")
-    backend = ScriptedBackend(lambda chat: "hello")  # refused every time: 5 in a row abort
-    agent = LLMAgent(backend, game)
-    args = SelfPlayArgs(games=3, partner_games=4)
-    fair = get_strategy("dond", "FairSplit")
-    train = selfplay.game_specs("train", agent, agent, args, iteration=1)
-    partner = selfplay.game_specs("partner", agent, fair, args, iteration=1)
+    game, backend, train, partner = _refused_phases()
     one = [tmp_path / "one.jsonl"] * 2
     together = play_groups(game, [train, partner], one, "key", max_live=8)
     assert backend.calls[0] > 3 and backend.calls[0] == 3 + sum(
@@ -397,16 +404,7 @@ def test_phases_written_to_files_of_their_own_still_share_one_call(tmp_path, mon
     one ``play`` call: a game is skipped when its own file holds it and read back from there
     only; ids listed twice and a wrong number of files are refused; one file however spelt has
     one writer."""
-    from stratagem.agents.llm import LLMAgent
-    from stratagem.backends.scripted import ScriptedBackend
-
-    game = get_game("dond")
-    backend = ScriptedBackend(lambda chat: "hello")  # refused every time: 5 in a row abort
-    agent = LLMAgent(backend, game)
-    args = SelfPlayArgs(games=3, partner_games=4)
-    fair = get_strategy("dond", "FairSplit")
-    train = selfplay.game_specs("train", agent, agent, args, iteration=1)
-    partner = selfplay.game_specs("partner", agent, fair, args, iteration=1)
+    game, backend, train, partner = _refused_phases()
     together = play_groups(game, [train, partner], [tmp_path / "one.jsonl"] * 2, "key", 8)
     assert backend.calls[0] > 3  # both phases' openings in the first tick
 
