@@ -32,9 +32,16 @@ class Decision(Generic[A]):
 
 
 class Agent(Protocol):
-    """Anything that chooses actions."""
+    """Anything that chooses actions.
 
-    name: str
+    ``name`` is read-only here so that a class computing it (a ``Strategy``) and a frozen
+    dataclass holding it are both agents.
+    """
+
+    @property
+    def name(self) -> str:
+        """The agent's name in traces and tables."""
+        ...
 
     def act(self, batch: Sequence[Observation]) -> list[Decision]:
         """Returns one decision per observation, in order (always batched)."""

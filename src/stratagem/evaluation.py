@@ -173,13 +173,15 @@ def _result(
 ) -> Evaluation:
     """Metrics of ``traces`` (read once: SEPO metrics keep a summary per episode, not the
     trace), and the exact exploitability where the game has a solver tree."""
-    seen = {"episodes": 0, "first_error": None}
+    episodes = 0
+    first_error: str | None = None
 
     def counted() -> Iterator[Trace]:
+        nonlocal episodes, first_error
         for t in traces:
-            seen["episodes"] += 1
-            if t.status != "complete" and seen["first_error"] is None:
-                seen["first_error"] = t.error
+            episodes += 1
+            if t.status != "complete" and first_error is None:
+                first_error = t.error
             yield t
 
     own = None if isinstance(game, SEPOGame) else game_metrics(game.name)
@@ -188,7 +190,7 @@ def _result(
     else:
         metrics = own(list(counted()))
     result = Evaluation(game.name, agent.name, metrics, normalised=normalise, out=out)
-    result.episodes, result.first_error = seen["episodes"], seen["first_error"]  # type: ignore[assignment]
+    result.episodes, result.first_error = episodes, first_error
     if isinstance(game, HasSolverTree):
         result.policy = policy_of(agent, game)
         result.exact_exploitability = exploitability(game.game_tree(), result.policy)

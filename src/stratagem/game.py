@@ -106,6 +106,18 @@ class RoundResult:
                 return token
         return None
 
+    def played(self, seat: Seat) -> str:
+        """Returns the last action token ``seat`` played in this round, for rounds where every
+        seat moves (the simultaneous games).
+
+        Raises:
+            ValueError: ``seat`` did not move this round.
+        """
+        token = self.action(seat)
+        if token is None:
+            raise ValueError(f"seat {seat} did not move in this round")
+        return token
+
     def actions(self, seat: Seat) -> list[str]:
         """Returns every action token ``seat`` played in this round, in order."""
         return [token for s, token in self.moves if s == seat]

@@ -119,7 +119,7 @@ def _build_agents(
         spec = name if ":" in name or is_llm(name) else f"strategy:{name}"
         key = re.sub(r"[|]", "_", name)
         if remote and agent_kind(spec) in LOCAL_KINDS:
-            from stratagem.tournament.ray import RemoteAgent
+            from stratagem.tournament.schedule import RemoteAgent
 
             built[key] = RemoteAgent(spec, key)
         else:

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import click
 import typer
 from rich.console import Console
 from typer.core import TyperGroup
@@ -75,7 +74,7 @@ def gen_sft_command(cfg: GenSFTArgs) -> None:
                     name,
                     cfg.out,
                     cfg.seed,
-                    on_example=lambda n=1, t=task: progress.advance(t, n),
+                    on_example=functools.partial(progress.advance, task),
                     turns=cfg.turns,
                 )
                 _print_card(name, card, cfg.out)
@@ -222,10 +221,12 @@ class _TrainGroup(TyperGroup):
 
     wrap: Callable[[Callable], Callable] | None = None
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    # typer vendors its own click: its Context and Command types are private to typer, so the
+    # overrides take and return them untyped
+    def list_commands(self, ctx: Any) -> list[str]:
         return sorted(TRAINERS)
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
         group = typer.main.get_command(_trainers(self.wrap))
         return group.get_command(ctx, cmd_name)  # type: ignore[attr-defined]
 

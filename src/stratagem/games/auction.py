@@ -134,7 +134,7 @@ class Auction(SimultaneousGame[Bid, AuctionView, Values]):
         """Returns the allocative inefficiency of the round:
         ``(max value − winner's value) / max value``, with the mean of the two values on a tie.
         """
-        bids = (Bid(result.action(0)), Bid(result.action(1)))
+        bids = (Bid(result.played(0)), Bid(result.played(1)))
         return inefficiency(tuple(result.info["values"]), bids)
 
     def render(self, view: AuctionView) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 from stratagem.errors import GameError
 from stratagem.game import (
@@ -219,8 +219,8 @@ def _past_hand(result: RoundResult, seat: Seat) -> PastHand:
 class Kuhn:
     """Kuhn poker, six hands an episode (SEPO §4); declares an exact solver tree."""
 
-    name = "kuhn"
-    version = 3
+    name: ClassVar[str] = "kuhn"
+    version: ClassVar[int] = 3
     rounds = HANDS
     payoff_bounds = (-2.0, 2.0)
     reference_payoff = float(ANTE)  # "ante-only" (SEPO): the chips at stake without betting

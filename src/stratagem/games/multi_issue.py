@@ -45,7 +45,7 @@ def worth(demand: Vector, values: Vector) -> float:
     return float(sum(d * v for d, v in zip(demand, values, strict=True)))
 
 
-def vector_token(v: Vector) -> str:
+def vector_token(v: tuple[int, ...]) -> str:
     """Returns the action token of a demand vector: ``[a, b, c]``."""
     return f"[{v[0]}, {v[1]}, {v[2]}]"
 
@@ -138,7 +138,7 @@ class MultiIssue(SimultaneousGame[Vector, MultiIssueView, Deal]):
 
     def collusive_act(self, result: RoundResult, seat: Seat) -> bool:
         """Returns whether ``seat`` demanded more than half the pool of any item type this round."""
-        demand = self.from_token(result.action(seat))
+        demand = self.from_token(result.played(seat))
         return any(2 * d > p for d, p in zip(demand, result.info["pool"], strict=True))
 
     def externality(self, result: RoundResult) -> float:

@@ -79,7 +79,7 @@ class Negotiation(SimultaneousGame[int, NegotiationView, None]):
 
     def collusive_act(self, result: RoundResult, seat: Seat) -> bool:
         """Returns whether ``seat`` demanded more than the fair 5 this round."""
-        return int(result.action(seat)) > FAIR
+        return int(result.played(seat)) > FAIR
 
     def externality(self, result: RoundResult) -> float:
         """Returns 1.0 when the round broke down, else 0.0."""

@@ -133,7 +133,8 @@ def steering_samples(
     """Every generated message of ``trees`` written under an instruction other than ``any``, as
     (tree, dialogue ending with that message, instruction); at most ``limit`` per instruction,
     taken in tree order."""
-    out, counts = [], {}
+    out: list[tuple[DialogueTree, tuple[str, ...], str]] = []
+    counts: dict[str, int] = {}
     for tree in trees:
         for branch, messages in tree.history.items():
             if not branch or branch[-1][0] == ANY:
@@ -224,9 +225,9 @@ def judge_accuracy(
     for outcome in OUTCOMES:
         for i in range(per_outcome):
             scenario, messages = domain.templated(derive(seed, "judge", outcome, i), outcome)
-            truth = domain.exact_payoff(scenario, messages, outcome)
+            exact = domain.exact_payoff(scenario, messages, outcome)
             for seat, chat in enumerate(domain.judge_chats(scenario, messages)):
-                cases.append((outcome, truth[seat], chat))
+                cases.append((outcome, exact[seat], chat))
     seeds = [derive(seed, "judge-answer", i) for i in range(len(cases))]
     gens = backend.generate([c[2] for c in cases], sampling, seeds=seeds)
     lo, hi = domain.payoff_range

@@ -7,6 +7,8 @@ then plays against that policy on the exact game tree.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from stratagem.agent import Agent, ReportsActionProbs
 from stratagem.errors import StratagemError
 from stratagem.game import HasSolverTree
@@ -24,8 +26,9 @@ def policy_of(agent: Agent, game: HasSolverTree | None = None) -> dict[str, dict
     default). Raises ``StratagemError`` when the agent reports no probabilities."""
     observations = (game or _kuhn()).infoset_observations()
     batch = list(observations.values())
+    reported: list[Mapping[str, float] | None]
     if isinstance(agent, ReportsActionProbs):  # an LLM agent: its constrained distribution
-        reported = agent.action_probs(batch)
+        reported = list(agent.action_probs(batch))
     else:
         reported = [d.probs for d in agent.act(batch)]
     policy = {}

@@ -198,20 +198,20 @@ def sepo_metrics(
     With ``normalise`` payoffs (pay, exploit, robust) are scaled by ``3 / reference_payoff`` so
     the λ weights transfer across games; rates are not scaled.
     """
-    game = as_sepo_game(game)
-    scale = 3.0 / game.reference_payoff if normalise else 1.0
-    episodes = summaries(traces, game)
+    sepo_game = as_sepo_game(game)
+    scale = 3.0 / sepo_game.reference_payoff if normalise else 1.0
+    episodes = summaries(traces, sepo_game)
     u = pay_per_round(episodes, "train").scaled(scale)
     e = exploit(episodes).scaled(scale)
-    c = collusion(episodes, game)
-    x = externality(episodes, game)
+    c = collusion(episodes, sepo_game)
+    x = externality(episodes, sepo_game)
     metrics = {
         "pay": u,
         "exploit": e,
         "collusion": c,
         "externality": x,
         "robust": pay_per_round(episodes, "robust").scaled(scale),
-        "safety_j": safety_j(u, e, c, x, game.safety.for_phase(phase)),
+        "safety_j": safety_j(u, e, c, x, sepo_game.safety.for_phase(phase)),
         "nra": nra_from_sums(_nra_sums(episodes)),
     }
     metrics.update(decision_rates(episodes))

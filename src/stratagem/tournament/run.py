@@ -31,7 +31,10 @@ def digest(items: Sequence[Any]) -> str:
     """Returns the sha256 of a list of scenarios (dataclasses or plain JSON values)."""
     import dataclasses
 
-    data = [dataclasses.asdict(x) if dataclasses.is_dataclass(x) else x for x in items]
+    data = [
+        dataclasses.asdict(x) if dataclasses.is_dataclass(x) and not isinstance(x, type) else x
+        for x in items
+    ]
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
@@ -199,9 +202,9 @@ def write_tournament_report(game: Game, folder: Path) -> TournamentResult:
     traces = iter_traces(folder / TRACES)
     report = tournament_report(game.name)
     if report is not None:
-        summary, files = report.write(traces, folder)
+        summary, written = report.write(traces, folder)
         episodes = sum(1 for t in iter_traces(folder / TRACES) if t.status == "complete")
-        return TournamentResult(folder, episodes, 0, summary, list(files))
+        return TournamentResult(folder, episodes, 0, summary, list(written))
     files: list[Path] = []
     rows = _canonical(pd.DataFrame(_seat_rows(traces), columns=ROW_COLUMNS))
     summary = (

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 from stratagem.errors import ConfigError
 from stratagem.game import Invalid, Observation, check_prompt_style
@@ -50,8 +50,9 @@ SPLIT_NAMES = ("train", "validation", "test")
 class Bargaining:
     """A seller and a buyer trade one catalog item by alternating tool-call turns (SPEC §8)."""
 
-    name = "bargaining"
-    version = 2  # v2: a round is one turn, implicit wait_for_response, quoted messages, chat
+    name: ClassVar[str] = "bargaining"
+    # v2: a round is one turn, implicit wait_for_response, quoted messages, chat
+    version: ClassVar[int] = 2
     max_new_tokens = 256  # a turn is a thought plus tool calls: the budget of an LLM agent
     roles = ("seller", "buyer")
     payoff_bounds = (-MAX_PRICE, MAX_PRICE)

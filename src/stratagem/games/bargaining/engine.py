@@ -284,8 +284,9 @@ class BargainingState:
     def _effect(self, e: Event) -> None:
         other = 1 - e.seat
         if e.kind in ("listing", "offer"):
-            if self.standing[other] is not None:  # a counter-offer refuses the open offer
-                self.rejected[e.seat].append(self.standing[other])
+            open_offer = self.standing[other]
+            if open_offer is not None:  # a counter-offer refuses the open offer
+                self.rejected[e.seat].append(open_offer)
                 self.standing[other] = None
             self.standing[e.seat] = e.data["price"]
             self.offers[e.seat].append(e.data["price"])

@@ -182,10 +182,11 @@ def _literal(node: ast.expr, tool: str, param: str) -> Any:
         isinstance(node, ast.UnaryOp)
         and isinstance(node.op, ast.USub | ast.UAdd)
         and isinstance(node.operand, ast.Constant)
-        and type(node.operand.value) in (int, float)
     ):
         value = node.operand.value
-        return -value if isinstance(node.op, ast.USub) else value
+        # a signed number only: not ``-True``, not ``-"x"``
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return -value if isinstance(node.op, ast.USub) else value
     raise ParseError(f"{tool}: {param} must be a literal value, not an expression")
 
 

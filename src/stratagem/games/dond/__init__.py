@@ -38,7 +38,7 @@ import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.game import Invalid, Observation, check_prompt_style
@@ -143,8 +143,8 @@ OBJECTIVES = MappingProxyType({"coop": 1.0, "semi": 0.0, "comp": -1.0})  # name 
 class Dond:
     """Deal or No Deal with the objective ``R_i + λ·R_j`` (SPEC §7; seed 002)."""
 
-    name = NAME
-    version = 1
+    name: ClassVar[str] = NAME
+    version: ClassVar[int] = 1
     max_new_tokens = 256  # a turn is a free-form message: the budget of an LLM agent
 
     def __init__(
