@@ -86,7 +86,7 @@ def convert(folder: Path) -> dict[str, Path]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from stratagem.backends.embedded import embedded_dir
-    from stratagem.backends.gguf_convert import write_model_gguf
+    from stratagem.training.engines.gguf import write_model_gguf
 
     model = AutoModelForCausalLM.from_pretrained(embedded_dir())
     tokenizer = AutoTokenizer.from_pretrained(embedded_dir())

@@ -34,7 +34,7 @@ from pathlib import Path
 STEP = """
 import json, sys
 from pathlib import Path
-from stratagem.training.sepo import SEPOArgs, train_sepo
+from stratagem.training.sepo.trainer import SEPOArgs, train_sepo
 settings = json.loads(sys.argv[1])
 logs = []
 train_sepo(SEPOArgs(**{**settings, "out": Path(settings["out"])}), log=logs.append)
@@ -45,9 +45,9 @@ print(json.dumps([json.loads(x) for x in logs if x.startswith("{") and "rollout_
 def engines(args: argparse.Namespace, folder: Path):
     """The policy, and the two backends on it (and the GGUF conversion's seconds)."""
     from stratagem.backends.hf import HFBackend
-    from stratagem.backends.llamacpp_trainer import TrainerLlamaCppBackend
+    from stratagem.training.engines.llamacpp import TrainerLlamaCppBackend
     from stratagem.training.policy import load_policy
-    from stratagem.training.sepo import SEPOArgs
+    from stratagem.training.sepo.trainer import SEPOArgs
 
     policy, tokenizer = load_policy(SEPOArgs(adapter=args.adapter, out=folder))
     policy.eval()

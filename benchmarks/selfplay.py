@@ -31,8 +31,8 @@ from stratagem.games import get_game
 from stratagem.play import play
 from stratagem.strategies import get_strategy
 from stratagem.training.policy import load_policy
-from stratagem.training.selfplay import SelfPlayArgs, game_specs, selfplay_agent
-from stratagem.training.selfplay_data import play_games, play_groups
+from stratagem.training.selfplay.data import play_games, play_groups
+from stratagem.training.selfplay.trainer import SelfPlayArgs, game_specs, selfplay_agent
 
 BATCHING = ("batched", "one game at a time")
 PHASES = ("phases in one call", "one phase after the other")

@@ -30,9 +30,9 @@ import json, sys, time
 from pathlib import Path
 from stratagem.training.memory import release_memory
 from stratagem.training.policy import load_policy
-from stratagem.training.selfplay import SelfPlayArgs, fine_tune, game_specs, selfplay_agent
-from stratagem.training.selfplay_args import dond_game
-from stratagem.training.selfplay_data import kept_seats, play_games, sft_rows
+from stratagem.training.selfplay.trainer import SelfPlayArgs, fine_tune, game_specs, selfplay_agent
+from stratagem.training.selfplay.args import dond_game
+from stratagem.training.selfplay.data import kept_seats, play_games, sft_rows
 
 def status(field):
     for line in open("/proc/self/status"):

@@ -31,7 +31,7 @@ from pathlib import Path
 CHILD = """
 import json, sys, time, torch
 from dataclasses import asdict
-from stratagem.training import sepo
+from stratagem.training.sepo import trainer as sepo
 from stratagem.training.logprobs import full_logits_sequence_logprobs, sequence_logprobs
 from stratagem.training.packing import Turn, pack, per_decision
 from stratagem.training.policy import load_policy
@@ -67,8 +67,8 @@ def rollouts(game: str, adapter: str | None, n: int, max_new_tokens: int, reuse:
     from stratagem.backends.base import Sampling
     from stratagem.backends.hf import HFBackend
     from stratagem.games import get_game
-    from stratagem.training import sepo
     from stratagem.training.policy import load_policy
+    from stratagem.training.sepo import trainer as sepo
 
     args = sepo.SEPOArgs(
         game=game, adapter=adapter, rollouts=n, max_new_tokens=max_new_tokens, out=Path("unused")

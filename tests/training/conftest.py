@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from stratagem.training.sepo import SEPOArgs
+from stratagem.training.sepo.trainer import SEPOArgs
 from tests.tiny_models import tiny_llama_config
 
 
@@ -65,7 +65,7 @@ def sft_adapter(tiny_model, tmp_path):
 @pytest.fixture
 def demonstrated_contexts(monkeypatch) -> list:
     """The scenario (DoND context) of every game ``training.sft_data`` plays, in order."""
-    from stratagem.training import sft_data
+    from stratagem.training.sft import data as sft_data
 
     played: list = []
     real_play = sft_data.play

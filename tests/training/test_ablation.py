@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from stratagem.errors import ConfigError, UnknownNameError
-from stratagem.training.ablation import arms, run_ablation
-from stratagem.training.sepo import SEPOArgs
+from stratagem.training.sepo.ablation import arms, run_ablation
+from stratagem.training.sepo.trainer import SEPOArgs
 
 MODES = ["shared", "per_rollout", "own_episodes"]
 

@@ -17,10 +17,10 @@ from stratagem.games.bargaining import Bargaining, Call, Turn
 from stratagem.games.bargaining.catalog import Item, Scenario
 from stratagem.settings import build, choose, field_docs
 from stratagem.strategies.bargaining import offer
-from stratagem.training import bargaining_grpo as bg
-from stratagem.training import bargaining_report as report
-from stratagem.training import bargaining_rollouts as br
-from stratagem.training.bargaining_grpo import BargainingArgs, Reward, reward
+from stratagem.training.bargaining import report
+from stratagem.training.bargaining import rollouts as br
+from stratagem.training.bargaining import trainer as bg
+from stratagem.training.bargaining.trainer import BargainingArgs, Reward, reward
 from stratagem.training.packing import pack
 
 ITEM = Item("Desk lamp", "home", "A brass desk lamp.", 80.0, 250.0)

@@ -11,12 +11,12 @@ import pytest
 from stratagem.errors import ConfigError
 from stratagem.games.kuhn import CARDS, HANDS, Kuhn, KuhnState
 from stratagem.strategies import get_pools, get_strategy
-from stratagem.training.best_responder import (
+from stratagem.training.sepo.best_responder import (
     BEST_RESPONSE,
     best_response_to,
     with_best_response,
 )
-from stratagem.training.sepo import SEPOArgs, rollout_specs
+from stratagem.training.sepo.trainer import SEPOArgs, rollout_specs
 
 
 def payoff_per_hand(responder, policy) -> float:

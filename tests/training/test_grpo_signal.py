@@ -8,10 +8,10 @@ import json
 
 import torch
 
-from stratagem.training import sepo
 from stratagem.training.grpo import signal_tokens
 from stratagem.training.packing import TrainSequence
-from stratagem.training.sepo import train_sepo
+from stratagem.training.sepo import trainer as sepo
+from stratagem.training.sepo.trainer import train_sepo
 
 
 def test_signal_tokens_count_trained_tokens_with_an_advantage():

@@ -15,11 +15,12 @@ from stratagem.errors import ConfigError
 from stratagem.games import get_game
 from stratagem.play import play
 from stratagem.strategies import get_strategy
-from stratagem.training import engines, sepo
-from stratagem.training.bargaining_grpo import BargainingArgs
+from stratagem.training import engines
+from stratagem.training.bargaining.trainer import BargainingArgs
 from stratagem.training.logprobs import sequence_logprobs
 from stratagem.training.policy import load_policy
-from stratagem.training.sepo import SEPOArgs, train_sepo
+from stratagem.training.sepo import trainer as sepo
+from stratagem.training.sepo.trainer import SEPOArgs, train_sepo
 from tests.training.test_rollout_engine import move
 
 pytestmark = pytest.mark.skipif(
@@ -88,7 +89,7 @@ def engine_logits(backend, ids):
 def test_the_engine_serves_the_policy_and_follows_its_lora(tiny_args, sft_adapter, tmp_path):
     """The base carries the SFT adapter merged, the LoRA arrives at each sync: the engine's
     logits are the policy's after a sync, and a stale adapter is caught."""
-    from stratagem.backends.llamacpp_trainer import TrainerLlamaCppBackend
+    from stratagem.training.engines.llamacpp import TrainerLlamaCppBackend
 
     args = tiny_args(tmp_path, adapter=sft_adapter, lora_dropout=0.0).resolved()
     policy, tokenizer = load_policy(args)
@@ -174,7 +175,7 @@ def test_train_sepo_runs_its_rollouts_on_llamacpp(tiny_args, tmp_path, monkeypat
 
 
 def test_bargaining_grpo_takes_the_engine(tiny_args, tmp_path):
-    from stratagem.training.bargaining_grpo import BargainingTask
+    from stratagem.training.bargaining.trainer import BargainingTask
 
     args = BargainingArgs(
         model=tiny_args(tmp_path).model,

@@ -11,10 +11,10 @@ from stratagem.cli import options as cli_options
 from stratagem.cli import train as cli
 from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.settings import build, choose, field_docs
-from stratagem.training.bargaining_grpo import BargainingArgs
-from stratagem.training.selfplay import SelfPlayArgs
-from stratagem.training.sepo import SEPOArgs
-from stratagem.training.sft import SFTArgs
+from stratagem.training.bargaining.trainer import BargainingArgs
+from stratagem.training.selfplay.trainer import SelfPlayArgs
+from stratagem.training.sepo.trainer import SEPOArgs
+from stratagem.training.sft.trainer import SFTArgs
 
 
 @pytest.mark.parametrize("cls", [SEPOArgs, SFTArgs, SelfPlayArgs, BargainingArgs])

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from stratagem.training import sepo
 from stratagem.training.logprobs import sequence_logprobs
 from stratagem.training.packing import Turn, pack, per_decision
 from stratagem.training.policy import load_policy
+from stratagem.training.sepo import trainer as sepo
 
 pytestmark = pytest.mark.slow  # the tiny LM: seconds
 

@@ -11,7 +11,7 @@ from stratagem.games import get_game
 from stratagem.play import play
 from stratagem.strategies import get_strategy
 from stratagem.training.rollouts import RolloutGame
-from stratagem.training.sepo import SEPOArgs, rollout_specs, step_groups
+from stratagem.training.sepo.trainer import SEPOArgs, rollout_specs, step_groups
 
 
 def traces(game: str, **settings):

@@ -16,16 +16,16 @@ import torch
 from stratagem.backends import vllm as vllm_backend
 from stratagem.backends.hf import HFBackend
 from stratagem.backends.vllm import VLLMApi
-from stratagem.backends.vllm_trainer import TrainerVLLMBackend, write_base
 from stratagem.episode import EpisodeSpec
 from stratagem.errors import ConfigError
 from stratagem.games import get_game
 from stratagem.play import play
 from stratagem.strategies import get_strategy
-from stratagem.training import sepo
+from stratagem.training.engines.vllm import TrainerVLLMBackend, write_base
 from stratagem.training.logprobs import sequence_logprobs
 from stratagem.training.policy import load_policy
-from stratagem.training.sepo import SEPOArgs, train_sepo
+from stratagem.training.sepo import trainer as sepo
+from stratagem.training.sepo.trainer import SEPOArgs, train_sepo
 from tests.scale.test_vllm import FAKE, FakeLoRARequest, FakeSamplingParams, chat
 
 

@@ -22,9 +22,9 @@ from stratagem.seeding import derive
 from stratagem.settings import field_docs
 from stratagem.strategies import get_strategy
 from stratagem.trace import Trace, TraceWriter, read_traces
-from stratagem.training import selfplay, selfplay_data
-from stratagem.training.selfplay import SelfPlayArgs, train_selfplay
-from stratagem.training.selfplay_data import (
+from stratagem.training.selfplay import data as selfplay_data
+from stratagem.training.selfplay import trainer as selfplay
+from stratagem.training.selfplay.data import (
     best_objective,
     kept_and_counts,
     kept_partner_seats,
@@ -36,6 +36,7 @@ from stratagem.training.selfplay_data import (
     seat_tokens,
     stalled,
 )
+from stratagem.training.selfplay.trainer import SelfPlayArgs, train_selfplay
 from stratagem.training.trl_config import IGNORE
 
 END = "<|im_end|>\n"  # how SmolLM2's template closes a turn
@@ -681,7 +682,7 @@ def test_early_stopping_ends_the_run_and_a_rerun_does_not_continue(tiny_model, t
 
 def test_iterations_table_shows_joint_best_and_the_openers_share_and_dashes_for_older_rows():
     from stratagem.training.checkpoints import TrainerState
-    from stratagem.training.selfplay_report import iterations_markdown
+    from stratagem.training.selfplay.report import iterations_markdown
 
     cell = lambda v: {"value": v, "stderr": 0.05, "n": 24}  # noqa: E731
     keys = ("score", "agreement_rate", "pareto_rate", "dialogue_tokens")
@@ -716,7 +717,7 @@ def test_a_score_over_no_game_is_never_the_best():
 
 def test_the_selection_games_score_is_in_the_row_and_the_table():
     from stratagem.training.checkpoints import TrainerState
-    from stratagem.training.selfplay_report import evaluation_row, headline, iterations_markdown
+    from stratagem.training.selfplay.report import evaluation_row, headline, iterations_markdown
 
     def game(k, payoffs, status="complete"):
         info = {"agreement": True, "item_scores": list(payoffs)}

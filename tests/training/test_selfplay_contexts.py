@@ -12,8 +12,8 @@ import pytest
 from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.games.dond import Context, all_contexts, split_contexts
 from stratagem.strategies import get_strategy
-from stratagem.training import selfplay
-from stratagem.training.selfplay import SelfPlayArgs
+from stratagem.training.selfplay import trainer as selfplay
+from stratagem.training.selfplay.trainer import SelfPlayArgs
 
 
 def mirror(ctx: Context) -> Context:
@@ -128,7 +128,7 @@ def test_demonstrations_on_a_context_file_follow_its_split_or_refuse_clearly(
 ):
     """gen-sft --game dond -p contexts=FILE plays the file's training side; a file too small to
     hold a tenth out is a ConfigError naming why, before any chat is written."""
-    from stratagem.training import sft_data
+    from stratagem.training.sft import data as sft_data
 
     played = demonstrated_contexts
     chosen = all_contexts()[::97]
@@ -211,7 +211,7 @@ def test_the_training_and_evaluation_games_are_those_of_runs_made_before_selecti
 
 
 def test_games_replayed_past_a_runs_own_stay_off_its_selection_contexts():
-    from stratagem.training.selfplay_evaluate import off_selection
+    from stratagem.training.selfplay.evaluate import off_selection
 
     agent = get_strategy("dond", "FairSplit")
     run = SelfPlayArgs(eval_games=24, select_games=48)

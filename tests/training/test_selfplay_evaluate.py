@@ -13,14 +13,14 @@ import pytest
 from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.games.dond import all_contexts
 from stratagem.trace import Trace, read_traces, write_traces
-from stratagem.training import selfplay_evaluate
-from stratagem.training.selfplay import train_selfplay
-from stratagem.training.selfplay_evaluate import (
+from stratagem.training.selfplay import evaluate as selfplay_evaluate
+from stratagem.training.selfplay.evaluate import (
     evaluate_checkpoints,
     paired_change,
     run_settings,
     seed_from_run,
 )
+from stratagem.training.selfplay.trainer import train_selfplay
 from tests.training.test_selfplay import result_trace, steered, tiny_settings  # noqa: F401
 from tests.training.test_selfplay_contexts import write_context_file
 

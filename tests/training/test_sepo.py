@@ -11,10 +11,11 @@ import pytest
 import torch
 
 from stratagem.games import get_game
-from stratagem.training import sepo, sepo_rewards
 from stratagem.training.packing import per_decision
 from stratagem.training.policy import load_policy
-from stratagem.training.sepo import SEPOArgs, train_sepo
+from stratagem.training.sepo import rewards as sepo_rewards
+from stratagem.training.sepo import trainer as sepo
+from stratagem.training.sepo.trainer import SEPOArgs, train_sepo
 from stratagem.training.update import accumulate_gradients, reference_logprobs, update
 
 pytestmark = pytest.mark.slow

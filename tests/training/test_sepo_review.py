@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from stratagem.training.ablation import ablation_table, last_checkpoint_markdown
 from stratagem.training.checkpoints import TrainerState
+from stratagem.training.sepo.ablation import ablation_table, last_checkpoint_markdown
 
 MODES = ["shared", "per_rollout", "own_episodes"]
 

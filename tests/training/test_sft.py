@@ -10,8 +10,8 @@ import pytest
 @pytest.mark.slow
 def test_two_steps_of_lora_sft_write_an_adapter_that_loads(tmp_path):
     from stratagem.backends.hf import HFBackend
-    from stratagem.training.sft import SFTArgs, train_sft
-    from stratagem.training.sft_data import write_dataset
+    from stratagem.training.sft.data import write_dataset
+    from stratagem.training.sft.trainer import SFTArgs, train_sft
 
     write_dataset("kuhn", tmp_path / "data", sizes={"kuhn": 60})
     adapter = train_sft(
@@ -35,8 +35,8 @@ def test_two_steps_of_lora_sft_write_an_adapter_that_loads(tmp_path):
 @pytest.mark.slow
 def test_a_game_filter_that_matches_nothing_is_refused(tmp_path):
     from stratagem.errors import ConfigError
-    from stratagem.training.sft import SFTArgs, train_sft
-    from stratagem.training.sft_data import write_dataset
+    from stratagem.training.sft.data import write_dataset
+    from stratagem.training.sft.trainer import SFTArgs, train_sft
 
     write_dataset("kuhn", tmp_path / "data", sizes={"kuhn": 10})
     with pytest.raises(ConfigError, match="no rows of ipd"):
@@ -48,7 +48,7 @@ def test_loss_covers_every_assistant_turn_and_nothing_else():
     from transformers import AutoTokenizer
 
     from stratagem.backends.embedded import embedded_dir
-    from stratagem.training.sft_data import game_chats
+    from stratagem.training.sft.data import game_chats
     from stratagem.training.trl_config import IGNORE, tokenize_chat
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_dir())
@@ -76,7 +76,7 @@ def test_a_turn_row_trains_its_completion_only():
     from transformers import AutoTokenizer
 
     from stratagem.backends.embedded import embedded_dir
-    from stratagem.training.sft_data import game_chats
+    from stratagem.training.sft.data import game_chats
     from stratagem.training.trl_config import IGNORE, tokenize_chat
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_dir())
@@ -98,7 +98,7 @@ def test_a_turn_row_trains_its_completion_only():
 def test_a_starting_adapter_that_is_no_adapter_folder_is_refused(tmp_path):
     """The check every trainer's ``--adapter`` goes through (``args.check_adapters``)."""
     from stratagem.errors import ConfigError
-    from stratagem.training.sft import SFTArgs
+    from stratagem.training.sft.trainer import SFTArgs
 
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "train.jsonl").write_text("")
@@ -111,7 +111,7 @@ def test_a_starting_adapter_that_is_no_adapter_folder_is_refused(tmp_path):
 
 def test_the_next_step_of_a_staged_sft_run_evaluates_the_whole_stack(tmp_path):
     from stratagem.cli.train import _next_steps
-    from stratagem.training.sft import SFTArgs
+    from stratagem.training.sft.trainer import SFTArgs
 
     (tmp_path / "adapter").mkdir()
     (tmp_path / "adapter" / "adapter_config.json").write_text("{}")
@@ -123,7 +123,7 @@ def test_the_next_step_of_a_staged_sft_run_evaluates_the_whole_stack(tmp_path):
 
 def test_the_next_step_names_the_game_a_drills_folder_holds_not_its_name(tmp_path):
     from stratagem.cli.train import _next_steps
-    from stratagem.training.sft import SFTArgs
+    from stratagem.training.sft.trainer import SFTArgs
 
     (tmp_path / "adapter").mkdir()
     (tmp_path / "adapter" / "adapter_config.json").write_text("{}")
@@ -147,8 +147,8 @@ def test_a_staged_run_starts_from_its_adapter_merged_into_the_weights(tmp_path):
     from safetensors.torch import load_file
 
     from stratagem.backends.embedded import embedded_dir
-    from stratagem.training.sft import SFTArgs, train_sft
-    from stratagem.training.sft_data import write_dataset
+    from stratagem.training.sft.data import write_dataset
+    from stratagem.training.sft.trainer import SFTArgs, train_sft
 
     write_dataset("kuhn", tmp_path / "data", sizes={"kuhn": 20})
     common = dict(data=tmp_path / "data/kuhn", batch_size=2, eval_examples=2, merge=True)
@@ -176,7 +176,7 @@ def _folder(path, train, test, game="dond"):
 def test_several_data_folders_are_one_data_set_train_in_order_test_interleaved(tmp_path):
     """``--data A,B``: the train rows of A then B (what concatenating the files gives), the test
     rows one from each folder in turn, so the first eval examples hold both folders' chats."""
-    from stratagem.training.sft import read_folders
+    from stratagem.training.sft.trainer import read_folders
 
     a = _folder(tmp_path / "a", ["a1", "a2", "a3"], ["at1", "at2", "at3"])
     b = _folder(tmp_path / "b", ["b1", "b2"], ["bt1"])
@@ -193,7 +193,7 @@ def test_several_data_folders_are_one_data_set_train_in_order_test_interleaved(t
 def test_data_folders_come_comma_separated_and_each_is_checked(tmp_path):
     from stratagem.errors import ConfigError
     from stratagem.settings import build, choose
-    from stratagem.training.sft import SFTArgs
+    from stratagem.training.sft.trainer import SFTArgs
 
     a = _folder(tmp_path / "a", ["a1"], None)
     b = _folder(tmp_path / "b", ["b1"], None)
@@ -219,9 +219,9 @@ def test_a_rerun_with_other_settings_is_refused_before_any_weights_load(tmp_path
     another process trains into is refused."""
     from stratagem.errors import ConfigDriftError
     from stratagem.runs import RunFolder, RunLockedError
-    from stratagem.training import sft
-    from stratagem.training.sft import SFTArgs, train_sft
-    from stratagem.training.sft_data import write_dataset
+    from stratagem.training.sft import trainer as sft
+    from stratagem.training.sft.data import write_dataset
+    from stratagem.training.sft.trainer import SFTArgs, train_sft
 
     write_dataset("kuhn", tmp_path / "a", sizes={"kuhn": 6})
     write_dataset("kuhn", tmp_path / "b", sizes={"kuhn": 8})

@@ -13,7 +13,7 @@ import pytest
 from stratagem.games import get_game
 from stratagem.parsing import parse_action
 from stratagem.strategies import get_pools
-from stratagem.training.sft_data import DATASETS, game_chats
+from stratagem.training.sft.data import DATASETS, game_chats
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +107,7 @@ def test_same_seed_identical_files(tmp_path, data):
 
 
 def test_simulated_chats_are_each_seats_dialogue_in_both_seats(tmp_path):
-    from stratagem.training.sft_data import simulated_chats, write_chats
+    from stratagem.training.sft.data import simulated_chats, write_chats
 
     chats = list(simulated_chats("dond", ["FairSplit", "ValueGreedy"], 3, seed=7))
     # 2 ordered pairs × 3 episodes × 2 seats, every one a demonstration
@@ -139,7 +139,7 @@ def test_dond_demonstrations_never_show_a_context_their_seed_holds_out(demonstra
     whose held-out side `train selfplay --seed S` evaluates on (about a tenth of the contexts:
     160 games drawn from all of them would show ~16)."""
     from stratagem.games.dond import all_contexts, split_contexts
-    from stratagem.training import sft_data
+    from stratagem.training.sft import data as sft_data
 
     played = demonstrated_contexts
     for seed in (42, 3):
@@ -212,7 +212,7 @@ def test_gen_sft_filters_failed_games_and_includes_self_pairings(tmp_path):
 
 def test_the_demonstration_filter_refuses_games_without_agreements():
     from stratagem.errors import ConfigError
-    from stratagem.training.sft_data import demonstration_filter, simulated_chats
+    from stratagem.training.sft.data import demonstration_filter, simulated_chats
 
     assert demonstration_filter() is None
     keep = demonstration_filter(agreements_only=True)
@@ -225,7 +225,7 @@ BARGAINERS = ["Boulware", "Linear", "Conceder", "TitForTatConcession"]
 
 def test_bargaining_demonstrations_are_tool_calls_the_games_parser_accepts():
     from stratagem.games.bargaining import Turn
-    from stratagem.training.sft_data import simulated_chats
+    from stratagem.training.sft.data import simulated_chats
 
     game = get_game("bargaining")
     chats = list(simulated_chats("bargaining", BARGAINERS, 2, seed=3))
@@ -246,7 +246,7 @@ def test_bargaining_demonstrations_are_tool_calls_the_games_parser_accepts():
 
 
 def test_turn_rows_strip_think_from_contexts_and_keep_it_in_targets():
-    from stratagem.training.sft_data import Chat, strip_think
+    from stratagem.training.sft.data import Chat, strip_think
 
     visible = "Thought: open high\nCode:\n```py\nmake_offer(price=9)\n```"
     first = f"<think>I could ask more.</think>\n{visible}"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from stratagem.agent import Decision
 from stratagem.game import Invalid
 from stratagem.strategies import get_strategy
-from stratagem.training.sft import chat_tokens  # noqa: F401  (the reader of the markers)
-from stratagem.training.sft_data import simulated_chats
+from stratagem.training.sft.data import simulated_chats
+from stratagem.training.sft.trainer import chat_tokens  # noqa: F401  (the reader of the markers)
 
 
 class Fumbler:

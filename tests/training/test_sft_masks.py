@@ -9,7 +9,7 @@ import pytest
 
 from stratagem.episode import Episode
 from stratagem.games import get_game
-from stratagem.training.sft import chat_tokens, read_rows, token_rows
+from stratagem.training.sft.trainer import chat_tokens, read_rows, token_rows
 from stratagem.training.trl_config import IGNORE, refused_turns, tokenize_chat
 from tests.training.test_selfplay import END, ScriptedSeats
 
@@ -112,7 +112,7 @@ def test_flags_must_match_the_assistant_turns(tokenizer):
 
 def test_a_flawed_drill_claim_carries_no_loss_as_gen_sft_writes_it(tokenizer, tmp_path):
     from stratagem.training.drills import drills
-    from stratagem.training.sft_data import write_chats
+    from stratagem.training.sft.data import write_chats
 
     chats = list(drills("dond", 40, seed=5, joint=True, flawed=True))
     write_chats("dond-drills", chats, tmp_path, seed=0)

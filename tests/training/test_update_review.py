@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 import torch
 
-from stratagem.training.bargaining_grpo import BargainingArgs
+from stratagem.training.bargaining.trainer import BargainingArgs
 from stratagem.training.grpo import scheduled_learning_rate
 from stratagem.training.logprobs import sequence_logprobs
 from stratagem.training.packing import TrainSequence
@@ -19,7 +19,7 @@ from stratagem.training.policy import (
     language_model_targets,
     load_policy,
 )
-from stratagem.training.sepo import SEPOArgs
+from stratagem.training.sepo.trainer import SEPOArgs
 from stratagem.training.update import Reference, update
 
 

@@ -24,7 +24,7 @@ from typer.core import TyperGroup
 from stratagem.cli.options import register_lists
 from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.settings import build
-from stratagem.training.sft_data import GenSFTArgs
+from stratagem.training.sft.data import GenSFTArgs
 
 console = Console()
 
@@ -33,7 +33,7 @@ def _write_drills(cfg: GenSFTArgs, progress) -> bool:
     """Writes ``cfg.drills`` drills of ``cfg.game`` to OUT/GAME-drills; False when none are asked
     for (a drill option is then a ConfigError: it would be ignored)."""
     from stratagem.training.drills import drills
-    from stratagem.training.sft_data import write_chats
+    from stratagem.training.sft.data import write_chats
 
     options = cfg.drill_options()
     if not cfg.drills:
@@ -52,7 +52,7 @@ def gen_sft_command(cfg: GenSFTArgs) -> None:
     from stratagem.cli.progress import progress_bar
     from stratagem.games import get_game
     from stratagem.runs import check_out_path
-    from stratagem.training.sft_data import (
+    from stratagem.training.sft.data import (
         DATASETS,
         demonstration_filter,
         simulated_chats,
@@ -133,30 +133,30 @@ class Trainer:
 
 TRAINERS: dict[str, Trainer] = {
     "sft": Trainer(
-        "stratagem.training.sft:SFTArgs",
-        "stratagem.training.sft:train_sft",
+        "stratagem.training.sft.args:SFTArgs",
+        "stratagem.training.sft.trainer:train_sft",
         "LoRA SFT (rank 32, α 64, attention projections) with TRL, loss on every assistant turn "
         "of each chat; resumes from checkpoints.",
     ),
     "sepo": Trainer(
-        "stratagem.training.sepo:SEPOArgs",
-        "stratagem.training.sepo:train_sepo",
+        "stratagem.training.sepo.args:SEPOArgs",
+        "stratagem.training.sepo.trainer:train_sepo",
         "SEPO-GRPO; resumes from the newest complete checkpoint. Comma-separated values of one "
         "of --penalty, --credit, --normalisation, --scale or --safety run an ablation: one arm per "
         "value in OUT/<name>-<value>, compared in OUT/ablation.md, .csv and .png.",
         lists=("penalty", "credit", "normalisation", "scale", "safety"),
     ),
     "bargaining": Trainer(
-        "stratagem.training.bargaining_grpo:BargainingArgs",
-        "stratagem.training.bargaining_grpo:train_bargaining",
+        "stratagem.training.bargaining.args:BargainingArgs",
+        "stratagem.training.bargaining.trainer:train_bargaining",
         "GRPO for bilateral trade against a fixed opponent in both roles; reward = format + "
         "execution + consistency + surplus share (seed 004), --ir-penalty adds an IR penalty and "
         "NGFT walk-away credit; checkpoints scored by a tournament slice, stages.md = Base → SFT "
         "→ RL; resumes from the newest checkpoint.",
     ),
     "selfplay": Trainer(
-        "stratagem.training.selfplay_args:SelfPlayArgs",
-        "stratagem.training.selfplay:train_selfplay",
+        "stratagem.training.selfplay.args:SelfPlayArgs",
+        "stratagem.training.selfplay.trainer:train_selfplay",
         "Filtered-BC self-play for Deal or No Deal: K games per iteration between two copies of "
         "the model, SFT on the seats scoring above the mean, evaluation in self-play and against "
         "a fixed agent each iteration; resumes at iteration boundaries.",
@@ -184,7 +184,7 @@ def _train(trainer: Trainer, chosen: dict[str, list[Any]]) -> None:
     if hasattr(args, "check"):
         args.check()
     if varied:
-        from stratagem.training.ablation import last_checkpoint_markdown, run_ablation
+        from stratagem.training.sepo.ablation import last_checkpoint_markdown, run_ablation
 
         table = run_ablation(args, varied[0], chosen[varied[0]], log=_log)
         console.print(last_checkpoint_markdown(varied[0], table), highlight=False)

@@ -36,7 +36,7 @@ class SelfPlayEvalConfig:
 
 def selfplay_eval_command(cfg: SelfPlayEvalConfig) -> None:
     """Evaluate a self-play run's checkpoints again on more held-out games, with paired changes."""
-    from stratagem.training.selfplay_evaluate import evaluate_checkpoints
+    from stratagem.training.selfplay.evaluate import evaluate_checkpoints
 
     checkpoints = _numbers(cfg.checkpoints)
     phases = [p.strip() for p in cfg.phases.split(",") if p.strip()]

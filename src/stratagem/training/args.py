@@ -35,6 +35,8 @@ from stratagem.settings import (  # noqa: F401 (field_docs: the trainers' docs)
     opt,
 )
 
+TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj"]  # LoRA: the attention projections
+
 
 @dataclass
 class ModelArgs:

@@ -18,8 +18,7 @@ import torch
 
 from stratagem.backends.embedded import EMBEDDED, embedded_dir
 from stratagem.seeding import derive
-
-TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj"]  # the attention projections
+from stratagem.training.args import TARGET_MODULES
 
 
 def language_model_targets(model: torch.nn.Module, names: list[str] | None = None) -> list[str]:

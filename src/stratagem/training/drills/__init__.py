@@ -18,7 +18,7 @@ from stratagem.errors import ConfigError
 from stratagem.training.drills.settings import DrillSettings
 
 if TYPE_CHECKING:
-    from stratagem.training.sft_data import Chat
+    from stratagem.training.sft.data import Chat
 
 __all__ = ["DRILLS", "DrillSettings", "drills"]
 

@@ -47,7 +47,7 @@ from stratagem.games.bargaining.prompts import role_text, state_lines
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
 from stratagem.strategies.bargaining import Bargainer, ReservationPrice, offer
-from stratagem.training.sft_data import Chat
+from stratagem.training.sft.data import Chat
 
 MAX_ROUNDS = 10
 LOW, HIGH = 10.0, 2000.0  # the reservation values drawn, log-uniformly (the catalog's scale)

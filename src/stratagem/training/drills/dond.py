@@ -95,7 +95,7 @@ from stratagem.strategies.dond import (
 from stratagem.strategies.dond_talk import CLAIMS, VALUES, claim_in, deal_in, values_text
 from stratagem.trace import Trace
 from stratagem.training.drills.dond_flaws import FLAW_RATE, claim_flaw, flawed_rest
-from stratagem.training.sft_data import Chat, agreement_of
+from stratagem.training.sft.data import Chat, agreement_of
 
 LAMS = (0.0, 1.0)  # the objectives of the warm-start recipe, in turn
 MAX_TURNS = 6  # the warm-start recipe's turn cap (the prompts state it)

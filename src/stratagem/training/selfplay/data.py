@@ -18,7 +18,7 @@ from stratagem.games.dond.contexts import complement, divisions, objective_score
 from stratagem.metrics.dond import accepted, complete
 from stratagem.play import EpisodeSpec, play
 from stratagem.trace import Trace, TraceWriter, read_traces
-from stratagem.training.selfplay_args import SelfPlayArgs
+from stratagem.training.selfplay.args import SelfPlayArgs
 from stratagem.training.trl_config import IGNORE, tokenize_chat
 
 

@@ -1,7 +1,7 @@
 """Bargaining GRPO's rollouts and reward (SPEC §8; seed 004 Eq. 8, Table 8, App. B.4): the agent
 guard that quits for the model when its context would overflow, the wrapper that plays rollout r
 of a group in either role, and the reward of a finished negotiation. The reward's terms and
-where they depart from the paper are described in ``bargaining_grpo``'s module docstring.
+where they depart from the paper are described in the trainer's module docstring.
 """
 
 from __future__ import annotations

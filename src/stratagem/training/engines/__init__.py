@@ -16,8 +16,8 @@ from stratagem.training.args import GRPOArgs
 
 if TYPE_CHECKING:
     from stratagem.backends.hf import HFBackend
-    from stratagem.backends.llamacpp_trainer import TrainerLlamaCppBackend
-    from stratagem.backends.vllm_trainer import TrainerVLLMBackend
+    from stratagem.training.engines.llamacpp import TrainerLlamaCppBackend
+    from stratagem.training.engines.vllm import TrainerVLLMBackend
 
     RolloutBackend = HFBackend | TrainerVLLMBackend | TrainerLlamaCppBackend
 
@@ -41,7 +41,7 @@ def check_rollout_engine(args: GRPOArgs) -> None:
             raise ConfigError(f"--rollout-engine llamacpp: {reason}")
         from transformers import AutoConfig
 
-        from stratagem.backends.gguf_convert import architecture
+        from stratagem.training.engines.gguf import architecture
         from stratagem.training.policy import model_path
 
         try:
@@ -57,7 +57,7 @@ def rollout_backend(policy: Any, tokenizer: Any, args: GRPOArgs, model_id: str) 
     (``TrainerLlamaCppBackend``: the same base converted once to ``out/rollout/base-f32.gguf``,
     the LoRA converted to a GGUF adapter and applied)."""
     if args.rollout_engine == "vllm":
-        from stratagem.backends.vllm_trainer import TrainerVLLMBackend
+        from stratagem.training.engines.vllm import TrainerVLLMBackend
 
         served = None  # the policy's base as written by the backend: the SFT adapter merged
         if not args.adapter:
@@ -72,7 +72,7 @@ def rollout_backend(policy: Any, tokenizer: Any, args: GRPOArgs, model_id: str) 
             seed=args.seed,
         )
     if args.rollout_engine == "llamacpp":
-        from stratagem.backends.llamacpp_trainer import TrainerLlamaCppBackend
+        from stratagem.training.engines.llamacpp import TrainerLlamaCppBackend
 
         return TrainerLlamaCppBackend(
             policy, tokenizer, args.out / "rollout", model_id=model_id, threads=args.threads or None

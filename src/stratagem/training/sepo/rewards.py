@@ -27,8 +27,7 @@ from stratagem.training.advantages import (
     subtract_penalty,
 )
 from stratagem.training.packing import Turn
-
-Penalty = Literal["shared", "per_rollout", "own_episodes"]
+from stratagem.training.sepo.args import Penalty
 
 # Whether a mode's safety terms depend on the actions of the rollout they train (what gives them
 # a gradient): per_rollout's exploit and collusion come from auxiliary episodes independent of

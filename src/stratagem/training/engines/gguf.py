@@ -1,5 +1,5 @@
 """Writing a transformers policy as GGUF for llama.cpp: its weights, and its LoRA as a GGUF
-LoRA adapter (what ``llamacpp_trainer`` serves).
+LoRA adapter (what ``engines.llamacpp`` serves).
 
 The weights are written unquantised (f32, f16 or bf16), so llama.cpp serves the same policy the
 trainer holds, not a quantised copy. Tensor names come from the ``gguf`` package's name map.

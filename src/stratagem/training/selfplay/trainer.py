@@ -91,14 +91,14 @@ from stratagem.training.policy import (
     load_policy,
 )
 from stratagem.training.rollouts import opponent as opponent_agent
-from stratagem.training.selfplay_args import SelfPlayArgs, dond_game
-from stratagem.training.selfplay_data import (
+from stratagem.training.selfplay.args import SelfPlayArgs, dond_game
+from stratagem.training.selfplay.data import (
     kept_and_counts,
     play_groups,
     sft_rows,
     stalled,
 )
-from stratagem.training.selfplay_report import evaluation_row, headline, write_reports
+from stratagem.training.selfplay.report import evaluation_row, headline, write_reports
 from stratagem.training.trl_config import IGNORE, sft_config
 
 Log = Callable[[str], None]

@@ -1,6 +1,6 @@
 """A llama.cpp engine sampling a trainer's rollouts on the CPU (``--rollout-engine llamacpp``).
 
-The contract, as ``vllm_trainer`` on a GPU:
+The contract, as ``engines.vllm`` on a GPU:
 
 - transformers keeps the policy and computes the gradients; the engine only samples;
 - the engine serves the policy's own frozen base weights — any starting (SFT) adapter merged,
@@ -25,8 +25,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from stratagem.backends.gguf_convert import GGUFDtype, write_lora_gguf, write_model_gguf
 from stratagem.backends.llamacpp import LlamaCppBackend
+from stratagem.training.engines.gguf import GGUFDtype, write_lora_gguf, write_model_gguf
 
 __all__ = ["TrainerLlamaCppBackend", "base_state", "lora_state"]
 
@@ -96,7 +96,7 @@ class TrainerLlamaCppBackend(LlamaCppBackend):
 
 def base_state(policy: Any) -> dict[str, Any]:
     """A PEFT ``policy``'s frozen base weights by transformers name: its LoRA layers left out,
-    so any adapter merged into the base stays merged (as ``vllm_trainer.write_base`` writes)."""
+    so any adapter merged into the base stays merged (as ``engines.vllm.write_base`` writes)."""
     return {
         name.replace(".base_layer.", "."): tensor
         for name, tensor in policy.get_base_model().state_dict().items()

@@ -28,9 +28,10 @@ from stratagem.games.kuhn import KuhnView, infoset_key
 from stratagem.metrics.kuhn import policy_of
 from stratagem.pools import Pools
 from stratagem.solvers.best_response import best_response_policy, exploitability
+from stratagem.training.sepo.args import BEST_RESPONSE_GAMES
 
 BEST_RESPONSE = "BestResponse"
-GAMES = ("kuhn",)  # games whose SEPO exploit pool can hold the exact best response
+GAMES = BEST_RESPONSE_GAMES
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """SEPO-GRPO: safety-regularised group-relative policy optimisation (SPEC §6; seed 000 §3.2-3.5,
 Alg. 1, Table 17). SEPO's rollouts, rewards and evaluation, plugged into the one GRPO loop
-(``grpo.train_grpo``); the rewards live in ``sepo_rewards.py``, the update in ``update.py``, the
+(``grpo.train_grpo``); the rewards live in ``rewards.py``, the update in ``update.py``, the
 maths in ``advantages.py``, ``losses.py`` and ``logprobs.py``.
 
 Each step:
@@ -55,164 +55,45 @@ Where this departs from the paper, on purpose:
 - the reference is the policy's own weights with the adapter disabled, in the policy's dtype:
   Table 17's 4-bit quantised reference is not built;
 - an addition, off by default: ``--exploit-best-response`` (Kuhn) adds the exact best response
-  to the current policy to the exploit pool (``best_responder.py``), since fixed exploiters stop
-  penalising a policy that beats them long before it stops being exploitable.
+  to the current policy to the exploit pool (``best_responder.py``, beside this module), since
+  fixed exploiters stop penalising a policy that beats them long before it stops being exploitable.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from stratagem.agent import Agent
 from stratagem.agents.llm import LLMAgent
 from stratagem.backends.base import Sampling
 from stratagem.backends.hf import HFBackend
-from stratagem.errors import ConfigError
 from stratagem.game import Game
 from stratagem.games import get_game
 from stratagem.metrics.actions import action_rates
-from stratagem.metrics.sepo import SEPOGame, as_sepo_game
 from stratagem.play import EpisodeSpec, play
 from stratagem.pools import Pools
 from stratagem.seeding import derive
-from stratagem.settings import NonNegativeFloat, OutFolder, PositiveFloat
 from stratagem.strategies import get_pools
 from stratagem.trace import Trace
 from stratagem.training import engines
-from stratagem.training.args import GRPOArgs, check_policy, check_schedule, require_at_least
-from stratagem.training.best_responder import BEST_RESPONSE, best_response_to, with_best_response
-from stratagem.training.best_responder import GAMES as BEST_RESPONSE_GAMES
 from stratagem.training.checkpoints import TrainerState
-from stratagem.training.engines import check_rollout_engine
 from stratagem.training.grpo import Log, StepRollouts, train_grpo
 from stratagem.training.rollouts import group_game
 from stratagem.training.rollouts import opponent as opponent_agent
-from stratagem.training.sepo_report import actions_by_opponent, plot_actions, plot_curve
-from stratagem.training.sepo_rewards import Penalty, groups_for, step_groups, turns_from
+from stratagem.training.sepo.args import SEPOArgs
+from stratagem.training.sepo.best_responder import (
+    BEST_RESPONSE,
+    best_response_to,
+    with_best_response,
+)
+from stratagem.training.sepo.report import actions_by_opponent, plot_actions, plot_curve
+from stratagem.training.sepo.rewards import groups_for, step_groups, turns_from
 
 if TYPE_CHECKING:
     from stratagem.training.engines import RolloutBackend
-
-
-@dataclass
-class SEPOArgs(GRPOArgs):
-    """Hyperparameters of ``stratagem train sepo`` (defaults: SPEC §6 / seed 000 Table 17)."""
-
-    game: str = "kuhn"
-    """A SEPO game: ipd, auction, negotiation, multi_issue or kuhn."""
-    out: OutFolder = Path("runs/sepo")
-    """The run folder: checkpoints, best.json, curve.png."""
-    rollouts: int = 4
-    """n rollouts per opponent; a group shares its episode seed."""
-    penalty: Penalty = "own_episodes"
-    """Where the safety terms enter: own_episodes (the gradient of J), per_rollout (Eq. 3),
-    shared (Alg. 1; zero gradient, an ablation)."""
-    credit: Literal["return", "immediate"] = "return"
-    """A round's return: reward-to-go, or the round's own reward (the paper's literal form)."""
-    normalisation: Literal["round", "episode"] = "round"
-    """Advantages per round, or the episode's for every round (ablation)."""
-    scale: Literal["step", "group"] = "step"
-    """One std pooled over the step (λ keeps its meaning), or each group's own (ablation)."""
-    normalise: bool = True
-    """Payoffs × 3 / reference payoff in rewards, evaluation and the best-checkpoint choice."""
-    safety: float = 1.0
-    """Multiplies every λ of J in the training rewards: 1 trains on J as the game declares it;
-    0 trains on payoff alone (plain GRPO), the control of a SEPO run. Evaluation reports J with
-    the game's own λ either way."""
-    format_penalty: NonNegativeFloat = 0.0
-    """Subtracted from a round's reward (in the rewards' payoff units) for each of the policy's
-    decisions in it that named no legal action and were settled by the fallback, so answers that
-    do not parse are trained away rather than credited with the fallback's action; 0: the
-    payoff alone."""
-    kl: NonNegativeFloat | None = None
-    """β of the one-sided KL; default 0.01 (the game may declare another: Kuhn 0.2)."""
-    learning_rate: PositiveFloat | None = None
-    """AdamW learning rate; default 1e-5 (Kuhn 3e-6)."""
-    temperature: float = 0.8
-    """Sampling temperature of the rollouts; log-probs and KL are taken at it too."""
-    eval_episodes: int = 20
-    """Episodes per opponent in the checkpoint evaluation (0: skip it)."""
-    exploit_best_response: bool = False
-    """Kuhn, --penalty own_episodes: add to the exploit pool the exact best response to the
-    policy as the exploitability metric reads it, recomputed before every step (training only:
-    evaluation keeps the game's pools)."""
-
-    def check(self) -> None:
-        """Refuse, before any model loads, what SEPO cannot train or would silently misread.
-
-        Raises:
-            ConfigError: naming the option and the value it needs.
-        """
-        from stratagem.games import GAMES
-
-        if self.safety < 0:
-            raise ConfigError(f"--safety multiplies the λ of J: it must be ≥ 0, got {self.safety}")
-        if not isinstance(get_game(self.game), SEPOGame):
-            sepo_games = [n for n in GAMES if isinstance(get_game(n), SEPOGame)]
-            raise ConfigError(
-                f"SEPO trains only the SEPO games ({', '.join(sepo_games)}), not {self.game}"
-            )
-        minimums = (
-            ("steps", 0),
-            ("rollouts", 1),
-            ("max_new_tokens", 1),
-            ("checkpoint_every", 1),
-            ("eval_episodes", 0),
-            ("epochs", 1),
-            ("chunk", 1),
-            ("ref_refresh_every", 0),
-        )
-        require_at_least(self, minimums)
-        if self.temperature <= 0:
-            raise ConfigError("SEPO samples its rollouts: --temperature must be above 0")
-        if self.exploit_best_response and self.game not in BEST_RESPONSE_GAMES:
-            raise ConfigError(
-                "--exploit-best-response needs a game whose exact best response is computed "
-                f"({', '.join(BEST_RESPONSE_GAMES)}), not {self.game}"
-            )
-        if self.exploit_best_response and self.penalty != "own_episodes":
-            # shared cancels in the baseline; per_rollout's penalty ignores the rollout's actions
-            raise ConfigError(
-                "--exploit-best-response trains only with --penalty own_episodes, not "
-                f"{self.penalty}: the other modes carry no gradient from exploit episodes"
-            )
-        check_policy(self)
-        check_rollout_engine(self)
-        check_schedule(self)
-
-    def resolved(self) -> SEPOArgs:
-        """Returns these args with unset per-game defaults filled from the game's
-        ``train_defaults`` (SEPO: β 0.01, lr 1e-5; Kuhn declares β 0.2, lr 3e-6)."""
-        defaults = {
-            "kl": 0.01,
-            "learning_rate": 1e-5,
-            **as_sepo_game(get_game(self.game)).train_defaults,
-        }
-        return dataclasses.replace(
-            self,
-            kl=self.kl if self.kl is not None else defaults["kl"],
-            learning_rate=self.learning_rate
-            if self.learning_rate is not None
-            else defaults["learning_rate"],
-        )
-
-    def fingerprint(self) -> dict[str, Any]:
-        """Returns the resolved arguments that identify a run, as JSON values: ``steps`` and
-        ``save_total_limit`` are left out, so a run can be resumed with more steps or another disk
-        policy.
-        """
-        d = GRPOArgs.fingerprint(self.resolved())
-        if d.get("format_penalty") == 0.0:  # runs made before the option resume
-            d.pop("format_penalty")
-        return d
-
-
-# ---- rollouts ----
 
 
 def rollout_specs(

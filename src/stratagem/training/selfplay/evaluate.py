@@ -1,0 +1,287 @@
+"""Evaluate a self-play run's checkpoints again, on more held-out games (``stratagem
+selfplay-eval``).
+
+A run evaluates every iteration on ``--eval-games`` games per opponent; on a CPU that is a few
+dozen, and a row's standard error is then as large as the change between iterations. This
+replays the trainer's own evaluation phases (``selfplay.game_specs``: the same held-out
+contexts, per-game seeds and seats) for the policy saved at each chosen checkpoint, with
+``games`` games per phase. Games ``0 .. eval_games - 1`` of a phase are the run's own evaluation
+games, copied from its traces (a reloaded checkpoint plays them token for token as the run did:
+every decision samples with its own seed, whatever else is in the batch); the rest are played.
+For a run that chose its checkpoints on selection games (``--select-games``), the games beyond
+its own draw their contexts off the selection games' (and their mirrors), so that a checkpoint
+is not evaluated again on the contexts it was chosen on.
+
+Besides every ``metrics.dond`` metric per checkpoint, it reports the *paired* change of the score
+from the first checkpoint named: the mean over the same games of each game's difference (the
+self-play objective averaged over both seats, or the policy's score against the fixed agent),
+which cancels the spread between contexts that an unpaired comparison carries.
+
+With ``opponent`` (another rule-based agent than the run's), the ``fixed`` phase plays the
+same games — contexts, seeds, seats — against that agent instead, all of them played: a partner
+the run never trained with (``train selfplay --partner-games`` trains with its own). Its games
+and rows go under the phase name ``fixed-<opponent>``.
+
+A checkpoint's phases are played in one call (``selfplay_data.play_groups``: one phase's games
+fill the batch while another's end), each into its own file.
+
+Writes ``RUN/evaluation-<games>/``: ``<phase>/iteration-K.jsonl`` (every game), ``summary.json``
+and ``summary.md`` (of the checkpoints and phases named in this call: naming again those of an
+earlier call reads their games back instead of playing them). A rerun skips the games already
+written and plays again those that errored.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from stratagem.errors import ConfigError
+from stratagem.metrics.dond import complete, dond_metrics
+from stratagem.metrics.estimate import Estimate, mean_estimate
+from stratagem.runs import read_fingerprint
+from stratagem.trace import Trace, read_traces, write_traces
+from stratagem.training.selfplay.args import SelfPlayArgs, dond_game
+
+if TYPE_CHECKING:
+    from stratagem.games.dond import ContextSplit
+    from stratagem.play import EpisodeSpec
+
+PHASES = ("selfplay", "fixed")
+
+
+@dataclass(frozen=True)
+class CheckpointEvaluation:
+    """One checkpoint's games of one phase: its metrics and the paired change of its score."""
+
+    checkpoint: int
+    phase: str
+    metrics: dict[str, Estimate]
+    paired: Estimate | None  # from the first checkpoint; None for that one
+
+    def paired_text(self) -> str:
+        """The paired change as a table cell: "+0.70 ± 0.62", or "—" for the first checkpoint."""
+        return (
+            "—" if self.paired is None else f"{self.paired.value:+.2f} ± {self.paired.stderr:.2f}"
+        )
+
+    def row(self) -> dict[str, Any]:
+        """The JSON form: ``{name: [value, stderr, n]}``."""
+        as_list = lambda e: [e.value, e.stderr, e.n]  # noqa: E731
+        out: dict[str, Any] = {"checkpoint": self.checkpoint, "phase": self.phase}
+        out["paired_score_change"] = None if self.paired is None else as_list(self.paired)
+        out.update({name: as_list(e) for name, e in self.metrics.items()})
+        return out
+
+
+def run_settings(run: Path, games: int) -> SelfPlayArgs:
+    """The settings a self-play run was made with (its ``run.json``), with ``eval_games`` set to
+    ``games``.
+
+    Raises:
+        ConfigError: the folder is not a self-play run, its starting adapter is gone, or its
+            context file is gone or changed since.
+    """
+    stored = read_fingerprint(run)
+    names = {f.name for f in fields(SelfPlayArgs)}
+    if not {"lam", "max_turns", "games", "eval_games", "opponent"} <= set(stored):
+        raise ConfigError(f"{run} is not a run of `stratagem train selfplay`")
+    values = {k: v for k, v in stored.items() if k in names}
+    values.update(out=run, eval_games=games)
+    if values.get("contexts") is not None:
+        values["contexts"] = Path(values["contexts"])
+    args = SelfPlayArgs(**values)
+    if args.contexts is not None and not args.contexts.is_file():
+        raise ConfigError(f"{run} played on {args.contexts}, which is gone")
+    args.check()  # e.g. a starting adapter moved away since
+    if args.contexts is not None:
+        if dond_game(args).params["contexts_sha256"] != stored.get("contexts_sha256"):
+            raise ConfigError(f"{args.contexts} changed since {run} played on it")
+    return args
+
+
+def off_selection(
+    specs: list[EpisodeSpec], split: ContextSplit, args: SelfPlayArgs, own: int
+) -> list[EpisodeSpec]:
+    """``specs`` (one evaluation phase of ``args``, a run that chose on selection games) with
+    every game past the run's ``own`` evaluation games drawn again, by its own seed, off the
+    held-out contexts of the run's selection games and their mirrors."""
+    from stratagem.training.selfplay.trainer import evaluation_contexts, selection_split
+
+    selection = selection_split(split, replace(args, eval_games=own))
+    rest = split.without(evaluation_contexts(selection, args, "select"))
+    return [
+        s if s.meta["index"] < own else replace(s, scenario=rest.draw(held_out=True, seed=s.seed))
+        for s in specs
+    ]
+
+
+def checkpoint_folder(run: Path, checkpoint: int) -> Path:
+    """The saved policy of ``checkpoint`` (iteration ``checkpoint``'s LoRA; 0 is the start).
+
+    Raises:
+        ConfigError: no complete checkpoint of that number, naming those there are.
+    """
+    folder = run / f"checkpoint-{checkpoint}"
+    if not (folder / "COMPLETE").exists():
+        there = sorted(
+            int(p.name.split("-")[1])
+            for p in run.glob("checkpoint-*")
+            if (p / "COMPLETE").exists() and p.name.split("-")[1].isdigit()
+        )
+        raise ConfigError(
+            f"{run} has no complete checkpoint-{checkpoint} "
+            f"(complete: {', '.join(map(str, there)) or 'none'})"
+        )
+    return folder
+
+
+def seed_from_run(run: Path, checkpoint: int, phase: str, target: Path) -> int:
+    """Start ``target`` with the run's own evaluation games of ``phase`` at ``checkpoint``
+    (nothing when ``target`` exists already); returns how many were copied."""
+    if target.exists():
+        return 0
+    source = run / "traces" / f"iteration-{checkpoint}.jsonl"
+    own = (
+        [t for t in read_traces(source) if t.meta.get("phase") == phase] if source.exists() else []
+    )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")  # a kill mid-copy leaves no half file behind
+    write_traces(partial, own)
+    os.replace(partial, target)
+    return len(own)
+
+
+def game_score(trace: Trace, phase: str) -> float:
+    """The score a paired comparison compares: the self-play objective of both seats' mean, or
+    the policy's seat's score against the fixed agent."""
+    payoffs = trace.rounds[-1].payoffs
+    return sum(payoffs) / 2 if phase == "selfplay" else payoffs[trace.meta["seat"]]
+
+
+def paired_change(before: Sequence[Trace], after: Sequence[Trace], phase: str) -> Estimate:
+    """Mean ± standard error of ``after``'s score minus ``before``'s, game by game (matched by
+    their index; games that errored on either side left out)."""
+    first = {t.meta["index"]: game_score(t, phase) for t in complete(before)}
+    second = {t.meta["index"]: game_score(t, phase) for t in complete(after)}
+    return mean_estimate([second[k] - first[k] for k in sorted(first) if k in second])
+
+
+def evaluate_checkpoints(
+    run: Path,
+    checkpoints: Sequence[int],
+    games: int,
+    phases: Sequence[str] = PHASES,
+    log: Callable[[str], None] = print,
+    opponent: str | None = None,
+) -> list[CheckpointEvaluation]:
+    """Play (or read back) ``games`` evaluation games per phase for each checkpoint of ``run``
+    and write ``summary.json`` / ``summary.md``; see the module docstring.
+
+    Raises:
+        ConfigError: bad games, checkpoints or phases, or a run that cannot be replayed.
+        UnknownNameError: ``opponent`` is not a DoND strategy.
+    """
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    from stratagem.games.dond import split_contexts
+    from stratagem.training.memory import release_memory
+    from stratagem.training.policy import load_policy
+    from stratagem.training.rollouts import opponent as opponent_agent
+    from stratagem.training.selfplay.data import play_groups
+    from stratagem.training.selfplay.trainer import game_specs, selfplay_agent
+
+    if games < 1:
+        raise ConfigError("--games: play at least one game per phase")
+    if not checkpoints:
+        raise ConfigError("--checkpoints: name at least one checkpoint")
+    if unknown := [p for p in phases if p not in PHASES]:
+        raise ConfigError(f"--phases: {', '.join(unknown)}; choose from {', '.join(PHASES)}")
+    phases = list(dict.fromkeys(phases))  # a phase named twice is played once
+    run = Path(run)
+    args = run_settings(run, games)
+    fixed = opponent_agent("dond", opponent or args.opponent)  # an unknown name: before loading
+    names = {"selfplay": "selfplay", "fixed": "fixed"}
+    if opponent not in (None, args.opponent):
+        names["fixed"] = f"fixed-{fixed.name}"
+    folders = {k: checkpoint_folder(run, k) for k in checkpoints}
+    key = json.loads((run / "run.json").read_text(encoding="utf-8"))["key"]
+    out = run / f"evaluation-{games}"
+    game = dond_game(args)
+    split = split_contexts(game.contexts, args.seed)
+    own = int(read_fingerprint(run)["eval_games"])  # the run's own games per phase
+    policy, tokenizer = load_policy(args)
+    played: dict[tuple[int, str], list[Trace]] = {}
+    for k, folder in folders.items():
+        weights = load_file(str(folder / "adapter" / "adapter_model.safetensors"))
+        set_peft_model_state_dict(policy, weights)
+        agent = selfplay_agent(policy, tokenizer, game, args, k)
+        groups, paths = [], []
+        for phase in phases:
+            path = out / names[phase] / f"iteration-{k}.jsonl"
+            copied = seed_from_run(run, k, phase, path) if names[phase] == phase else 0
+            log(f"checkpoint {k}: {games} {names[phase]} games ({copied} of them the run's own)")
+            specs = game_specs(phase, agent, fixed, args, k, split)  # type: ignore[arg-type]
+            if args.select_games:
+                specs = off_selection(specs, split, args, own)
+            groups.append(specs)
+            paths.append(path)
+        # the phases share the batch, as in the trainer's own evaluation
+        for phase, traces in zip(
+            phases, play_groups(game, groups, paths, key, args.max_live), strict=True
+        ):
+            played[k, phase] = traces
+        del agent  # and with it the backend's prompt caches
+        release_memory()
+    results = []
+    for phase in phases:
+        base = played[checkpoints[0], phase]
+        for k in checkpoints:
+            traces = played[k, phase]
+            paired = None if k == checkpoints[0] else paired_change(base, traces, phase)
+            metrics = dond_metrics(traces, both_seats=phase == "selfplay")
+            results.append(CheckpointEvaluation(k, names[phase], metrics, paired))
+    (out / "summary.json").write_text(
+        json.dumps([r.row() for r in results], indent=1) + "\n", encoding="utf-8"
+    )
+    (out / "summary.md").write_text(summary_markdown(results, games), encoding="utf-8")
+    return results
+
+
+def summary_markdown(results: Sequence[CheckpointEvaluation], games: int) -> str:
+    """One table row per checkpoint and phase: score, paired change, agreement, Pareto and
+    joint-best rates, failed games."""
+    lines = [
+        "| phase | checkpoint | games | score | paired change | agreement | Pareto | joint-best "
+        "| no agreement |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        m = r.metrics
+        failed = round(m["agreement_rate"].n * (1 - m["agreement_rate"].value))
+        cells = [
+            r.phase,
+            str(r.checkpoint),
+            str(m["agreement_rate"].n),
+            _pm(m["score"]),
+            r.paired_text(),
+            _pm(m["agreement_rate"]),
+            _pm(m["pareto_rate"]),
+            _pm(m["joint_best_rate"]),
+            str(failed),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    note = (
+        f"\n{games} games per phase and checkpoint; paired: the same games, from the first row.\n"
+    )
+    return "\n".join(lines) + "\n" + note
+
+
+def _pm(e: Estimate) -> str:
+    return f"{e.value:.2f} ± {e.stderr:.2f}" if math.isfinite(e.value) else "—"

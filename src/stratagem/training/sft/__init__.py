@@ -1,0 +1,29 @@
+"""LoRA SFT with TRL and the SFT data it reads (``stratagem train sft``, ``stratagem gen-sft``).
+
+Parts: ``args`` (the settings), ``trainer`` (TRL's SFTTrainer on chats), ``data``
+(demonstrations and datasets), ``reasons`` (the demonstrators' written reasons). ``from
+stratagem.training.sft import train_sft, SFTArgs`` loads the trainer (and torch) on first use
+only (PEP 562); ``stratagem.training.sft.args`` stays light. Other names of the former single
+module ``stratagem.training.sft`` still resolve, from ``trainer``, for one release.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "SFTArgs": "args",
+    "train_sft": "trainer",
+    "GenSFTArgs": "data",
+    "write_dataset": "data",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name, "trainer")
+    try:
+        return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
