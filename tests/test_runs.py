@@ -158,7 +158,7 @@ def test_deleting_run_lock_lets_no_second_writer_in(tmp_path):
 
 def test_a_folder_named_three_ways_is_one_training_run(tmp_path, monkeypatch):
     """Relative, absolute and through a link: one fingerprint, so the run resumes."""
-    from stratagem.training.sepo import SEPOArgs
+    from stratagem.training.sepo.trainer import SEPOArgs
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs").mkdir()

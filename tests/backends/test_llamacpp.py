@@ -80,7 +80,7 @@ def tiny(tmp_path_factory):
     from transformers import AutoTokenizer, LlamaForCausalLM
 
     from stratagem.backends.embedded import embedded_dir
-    from stratagem.backends.gguf_convert import write_model_gguf
+    from stratagem.training.engines.gguf import write_model_gguf
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_dir())
     config = tiny_llama_config(
@@ -126,8 +126,8 @@ def test_a_qwen2_model_converts_too(tiny, tmp_path):
     transformers, so nothing is permuted)."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from stratagem.backends.gguf_convert import write_model_gguf
     from stratagem.backends.llamacpp_engine import LlamaCppEngine
+    from stratagem.training.engines.gguf import write_model_gguf
 
     _, tokenizer, _ = tiny
     config = Qwen2Config(
@@ -175,8 +175,8 @@ def test_reused_prefixes_give_the_logits_of_a_fresh_computation(tiny):
 @needs_llamacpp
 @pytest.mark.parametrize("dtype, atol", [("f16", 0.01), ("bf16", 0.05)])  # measured: 1.5e-3, 1.2e-2
 def test_half_precision_ggufs_stay_near_transformers(tiny, tmp_path, dtype, atol):
-    from stratagem.backends.gguf_convert import write_model_gguf
     from stratagem.backends.llamacpp_engine import LlamaCppEngine
+    from stratagem.training.engines.gguf import write_model_gguf
 
     model, tokenizer, _ = tiny
     path = write_model_gguf(
@@ -192,7 +192,7 @@ def test_half_precision_ggufs_stay_near_transformers(tiny, tmp_path, dtype, atol
 def test_unsupported_architectures_are_refused_in_one_line():
     from transformers import GPT2Config
 
-    from stratagem.backends.gguf_convert import architecture
+    from stratagem.training.engines.gguf import architecture
 
     with pytest.raises(ConfigError, match="converts LlamaForCausalLM, Qwen2ForCausalLM models"):
         architecture(GPT2Config(architectures=["GPT2LMHeadModel"]))
@@ -362,9 +362,9 @@ def test_choice_distributions_are_the_hf_backends(backends):
 @pytest.mark.slow
 def test_the_embedded_model_converts_to_the_same_greedy_answers(tmp_path):
     from stratagem.backends.hf import HFBackend
-    from stratagem.backends.llamacpp_trainer import TrainerLlamaCppBackend
+    from stratagem.training.engines.llamacpp import TrainerLlamaCppBackend
     from stratagem.training.policy import load_policy
-    from stratagem.training.sepo import SEPOArgs
+    from stratagem.training.sepo.trainer import SEPOArgs
 
     policy, tokenizer = load_policy(SEPOArgs())
     policy.eval()

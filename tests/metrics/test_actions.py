@@ -14,7 +14,7 @@ from stratagem.metrics.actions import action_rates, rate
 from stratagem.report.rebuild import rebuild_metrics
 from stratagem.strategies import get_strategy
 from stratagem.training.checkpoints import TrainerState
-from stratagem.training.sepo_report import actions_by_opponent, plot_actions
+from stratagem.training.sepo.report import actions_by_opponent, plot_actions
 
 
 @pytest.fixture(scope="module")
