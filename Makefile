@@ -62,6 +62,6 @@ golden: setup
 
 # ruff and mypy over the whole package, both pinned in the dev extra; CI runs it
 lint: setup
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
-	$(BIN)/mypy src/stratagem
+	$(BIN)/ruff check src tests benchmarks experiments
+	$(BIN)/ruff format --check src tests benchmarks experiments
+	$(BIN)/mypy src/stratagem experiments

@@ -48,7 +48,7 @@ print(json.dumps([prefilled - start, done - prefilled]))
 LLAMA = """
 import json, sys, time
 import numpy as np
-from stratagem.backends.llamacpp_engine import _lib
+from stratagem.backends.llamacpp.engine import _lib
 path, unified = sys.argv[1], sys.argv[2] == "1"
 rows, prompt, steps, threads = map(int, sys.argv[3:7])
 lib = _lib()

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from stratagem.evaluation import evaluate
+from stratagem.evaluation.pools import evaluate
 from stratagem.games import get_game
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from stratagem.cluster import WORKER_NICENESS
-from stratagem.evaluation import count_episodes, evaluate
+from stratagem.evaluation.pools import count_episodes, evaluate
 from stratagem.games import get_game
 from stratagem.strategies import get_strategy
 from stratagem.tournament import round_robin

@@ -6,7 +6,7 @@ import json
 
 from stratagem.agents.llm import LLMAgent
 from stratagem.backends.base import Generation
-from stratagem.evaluation import evaluate
+from stratagem.evaluation.pools import evaluate
 from stratagem.games import get_game
 from stratagem.seeding import derive
 

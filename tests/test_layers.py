@@ -1,5 +1,7 @@
-"""The layers hold: dependencies point one way (DESIGN §1), no import cycles, no trainer imports
-another trainer, no command imports another command, and modules stay small.
+"""The layers hold and the rooms are rooms: dependencies point one way (DESIGN §1), no import
+cycles, no trainer imports another, no command imports another command; commands live only in
+``cli/`` (each command function short); a prefix group of files is a package; the library never
+imports ``experiments``; a module over 400 lines is named below with its reason.
 
 The import graph is read with ``ast`` from the source, so lazy imports inside functions and
 ``TYPE_CHECKING`` imports count: a dependency is a dependency wherever it is written.
@@ -18,24 +20,33 @@ PACKAGE = SRC / "stratagem"
 
 CORE = {
     "errors", "registry", "seeding", "settings", "game", "parsing", "agent", "episode", "play",
-    "pools", "trace", "trace_schema", "runs", "launch", "tree", "cluster",
+    "pools", "trace", "trace_schema", "runs", "tree", "cluster",
 }  # fmt: skip
 # the layers, bottom up; a module may import its own layer and the ones below
 LAYERS: list[set[str]] = [
     CORE,
     {"games", "strategies", "agents", "backends"},
     {"metrics", "solvers"},
-    {"tournament", "evaluation", "training", "report", "distributed"},
+    {"tournament", "evaluation", "training", "report"},
     {"web", "cli"},
 ]
 TRAINERS = {f"stratagem.training.{m}" for m in ("sft", "sepo", "selfplay", "bargaining")}
 CLI_SHARED = {
     "stratagem.cli",
     "stratagem.cli.main",
+    "stratagem.cli.launch",
     "stratagem.cli.options",
     "stratagem.cli.progress",
 }
-MAX_LINES, SOFT_LINES, OVER_SOFT = 500, 400, 3  # hard cap; at most OVER_SOFT modules above SOFT
+MAX_LINES, SOFT_LINES = 500, 400  # hard cap; above SOFT_LINES a module is named in LONG_MODULES
+LONG_MODULES = {
+    "stratagem.training.sft.data": "the SFT data writer: the SEPO datasets and the chats of any "
+    "game, their split, card and filters, one pipeline read top to bottom",
+    "stratagem.strategies.dond": "Deal or No Deal's rule-based negotiators, one class each, as "
+    "every game's strategies module holds its own",
+}
+CLI_FUNCTION_LINES = 40
+KEPT_FOR_ONE_RELEASE = "Kept for one release"  # a re-export at a moved module's old path
 
 
 def module_name(path: Path) -> str:
@@ -160,16 +171,135 @@ def test_no_command_imports_another_command(graph):
     assert bad == []
 
 
-def test_modules_stay_small():
-    sizes = {module_name(p): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
-    assert {m: n for m, n in sizes.items() if n > MAX_LINES} == {}
-    over = {m: n for m, n in sizes.items() if n > SOFT_LINES}
-    assert len(over) <= OVER_SOFT, over
+def module_sizes(root: Path = PACKAGE) -> dict[str, int]:
+    return {module_name(p): len(p.read_text().splitlines()) for p in root.rglob("*.py")}
 
 
-def test_the_cli_stays_thin():
-    lines = sum(len(p.read_text().splitlines()) for p in (PACKAGE / "cli").glob("*.py"))
-    assert lines <= 1400
+def long_modules(sizes: dict[str, int]) -> dict[str, str]:
+    """Modules over the hard cap, over the soft limit without a reason, or named without need."""
+    bad = {m: f"{n} lines > {MAX_LINES}" for m, n in sizes.items() if n > MAX_LINES}
+    for m, n in sizes.items():
+        if SOFT_LINES < n <= MAX_LINES and m not in LONG_MODULES:
+            bad[m] = f"{n} lines: name it in LONG_MODULES with its reason, or split it by idea"
+    for m in LONG_MODULES:
+        if sizes.get(m, 0) <= SOFT_LINES:
+            bad[m] = "no longer over the soft limit: take it out of LONG_MODULES"
+    return bad
+
+
+def is_reexport(path: Path) -> bool:
+    return path.read_text(encoding="utf-8").lstrip('"').startswith(KEPT_FOR_ONE_RELEASE)
+
+
+def prefix_groups(root: Path = PACKAGE) -> list[str]:
+    """Folders holding ``X.py`` (or package ``X/``) beside ``X_*.py``: a package in disguise."""
+    found = []
+    for folder in [root, *(p for p in root.rglob("*") if p.is_dir())]:
+        names = {p.stem for p in folder.glob("*.py") if not is_reexport(p)}
+        names |= {p.name for p in folder.iterdir() if (p / "__init__.py").exists()}
+        for name in sorted(names):
+            members = sorted(m for m in names if m.startswith(name + "_"))
+            if members:
+                found.append(f"{folder.relative_to(root.parent)}/{name}: {', '.join(members)}")
+    return found
+
+
+def commands_outside_cli(root: Path = PACKAGE) -> list[str]:
+    """Modules outside ``cli/`` that define a command: a ``*_command`` function or a typer app."""
+    found = []
+    for path in root.rglob("*.py"):
+        if "cli" in path.relative_to(root).parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name.endswith("_command"):
+                found.append(f"{module_name(path)}.{node.name}")
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                if node.__class__ is ast.ImportFrom:
+                    names = [node.module or ""]
+                if any(n == "typer" or n.startswith("typer.") for n in names):
+                    found.append(f"{module_name(path)} imports typer")
+    return sorted(found)
+
+
+def long_cli_functions(root: Path = PACKAGE) -> list[str]:
+    found = []
+    for path in (root / "cli").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+                if lines > CLI_FUNCTION_LINES:
+                    found.append(f"{module_name(path)}.{node.name}: {lines} lines")
+    return sorted(found)
+
+
+def experiment_imports(root: Path = PACKAGE) -> list[str]:
+    found = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            found += [
+                f"{module_name(path)} -> {n}" for n in names if n.split(".")[0] == "experiments"
+            ]
+    return sorted(found)
+
+
+def test_modules_over_the_soft_limit_are_named_with_their_reason():
+    assert long_modules(module_sizes()) == {}
+
+
+def test_a_prefix_group_of_files_is_a_package():
+    assert prefix_groups() == []
+
+
+def test_commands_live_only_in_the_cli():
+    assert commands_outside_cli() == []
+
+
+def test_every_cli_function_is_short():
+    assert long_cli_functions() == []
+
+
+def test_the_library_never_imports_experiments():
+    assert experiment_imports() == []
+
+
+def test_the_room_guards_see_a_deliberately_broken_tree(tmp_path):
+    """Each room rule fails on a toy tree that breaks it."""
+    pkg = tmp_path / "stratagem"
+    for folder in (pkg, pkg / "cli", pkg / "report", pkg / "training"):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "__init__.py").write_text("")
+    (pkg / "training" / "sepo.py").write_text("")
+    (pkg / "training" / "sepo_rewards.py").write_text("")
+    (pkg / "training" / "old_name.py").write_text('"""Kept for one release: moved."""\n')
+    (pkg / "report" / "probe.py").write_text(
+        "import typer\n\n\ndef probe_command(cfg):\n    pass\n"
+    )
+    (pkg / "report" / "uses.py").write_text("def f():\n    from experiments.drills import drills\n")
+    body = "\n".join(["    x = 1"] * CLI_FUNCTION_LINES)
+    (pkg / "cli" / "long.py").write_text(f"def long_command(cfg):\n{body}\n")
+    global SRC
+    saved, SRC = SRC, tmp_path
+    try:
+        assert prefix_groups(pkg) == ["stratagem/training/sepo: sepo_rewards"]
+        assert commands_outside_cli(pkg) == [
+            "stratagem.report.probe imports typer",
+            "stratagem.report.probe.probe_command",
+        ]
+        assert long_cli_functions(pkg) == [
+            f"stratagem.cli.long.long_command: {CLI_FUNCTION_LINES + 1} lines"
+        ]
+        assert experiment_imports(pkg) == ["stratagem.report.uses -> experiments.drills"]
+        sizes = {"stratagem.a": MAX_LINES + 1, "stratagem.b": SOFT_LINES + 1, "stratagem.c": 10}
+        assert set(long_modules(sizes)) == {"stratagem.a", "stratagem.b", *LONG_MODULES}
+    finally:
+        SRC = saved
 
 
 def test_the_guard_sees_a_deliberate_upward_import(tmp_path):

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from stratagem.agent import Strategy, pure
 from stratagem.cli.main import app
-from stratagem.evaluation import evaluate
+from stratagem.evaluation.pools import evaluate
 from stratagem.game import RoundResult, SafetyWeights, Seat
 from stratagem.games import get_game
 from stratagem.games.registry import GAMES

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from stratagem.agents.spec import LLMOptions
+from stratagem.cli.launch import LARGE_RUN, check_size, resume_command
 from stratagem.errors import ConfigDriftError, ConfigError
-from stratagem.evaluation import evaluate
+from stratagem.evaluation.pools import evaluate
 from stratagem.games import get_game
-from stratagem.launch import LARGE_RUN, check_size, resume_command
 from stratagem.runs import (
     LOCK,
     MANIFEST,

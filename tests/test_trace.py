@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from stratagem.evaluation import evaluate
+from stratagem.evaluation.pools import evaluate
 from stratagem.game import RoundResult
 from stratagem.games import get_game
 from stratagem.strategies import get_strategy

@@ -23,8 +23,8 @@ _EXPORTS = {
     "Strategy": "stratagem.agent",
     "Episode": "stratagem.episode",
     "EpisodeSpec": "stratagem.episode",
-    "Evaluation": "stratagem.evaluation",
-    "evaluate": "stratagem.evaluation",
+    "Evaluation": "stratagem.evaluation.pools",
+    "evaluate": "stratagem.evaluation.pools",
     "Game": "stratagem.game",
     "Invalid": "stratagem.game",
     "Message": "stratagem.game",
@@ -92,7 +92,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from stratagem.agent import Agent, Decision, Strategy
     from stratagem.episode import Episode, EpisodeSpec
-    from stratagem.evaluation import Evaluation, evaluate
+    from stratagem.evaluation.pools import Evaluation, evaluate
     from stratagem.game import Game, Invalid, Message, Observation, RoundResult, State, chat_for
     from stratagem.games import GameSpec, get_game
     from stratagem.metrics.kuhn import exact_exploitability

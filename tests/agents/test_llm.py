@@ -6,7 +6,7 @@ import pytest
 
 from stratagem.agents.llm import LLMAgent
 from stratagem.backends.scripted import ScriptedBackend, ScriptExhausted
-from stratagem.evaluation import evaluate
+from stratagem.evaluation.pools import evaluate
 from stratagem.games import get_game
 from stratagem.metrics.kuhn import exact_exploitability
 from stratagem.play import EpisodeSpec, play

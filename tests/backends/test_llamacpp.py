@@ -9,7 +9,7 @@ import torch
 
 from stratagem.agents.llm import chat_for
 from stratagem.backends.base import Sampling
-from stratagem.backends.llamacpp_engine import KVSlots, Placement, llamacpp_unavailable
+from stratagem.backends.llamacpp.engine import KVSlots, Placement, llamacpp_unavailable
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.games import get_game
 from tests.tiny_models import SIZES, tiny_llama_config
@@ -109,7 +109,7 @@ ROWS = [
 
 @needs_llamacpp
 def test_the_gguf_round_trip_gives_transformers_logits(tiny):
-    from stratagem.backends.llamacpp_engine import LlamaCppEngine
+    from stratagem.backends.llamacpp.engine import LlamaCppEngine
 
     model, _, path = tiny
     engine = LlamaCppEngine(path, n_ctx=512, n_seq=8, threads=1, kv_dtype="f32")
@@ -126,7 +126,7 @@ def test_a_qwen2_model_converts_too(tiny, tmp_path):
     transformers, so nothing is permuted)."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from stratagem.backends.llamacpp_engine import LlamaCppEngine
+    from stratagem.backends.llamacpp.engine import LlamaCppEngine
     from stratagem.training.engines.gguf import write_model_gguf
 
     _, tokenizer, _ = tiny
@@ -152,7 +152,7 @@ def test_a_qwen2_model_converts_too(tiny, tmp_path):
 def test_reused_prefixes_give_the_logits_of_a_fresh_computation(tiny):
     """Naive equivalent: every row alone in a fresh engine. Rows continue, copy and share
     prefixes with cached sequences and with each other (in any order), logits unchanged."""
-    from stratagem.backends.llamacpp_engine import LlamaCppEngine
+    from stratagem.backends.llamacpp.engine import LlamaCppEngine
 
     _, _, path = tiny
     fresh = []
@@ -175,7 +175,7 @@ def test_reused_prefixes_give_the_logits_of_a_fresh_computation(tiny):
 @needs_llamacpp
 @pytest.mark.parametrize("dtype, atol", [("f16", 0.01), ("bf16", 0.05)])  # measured: 1.5e-3, 1.2e-2
 def test_half_precision_ggufs_stay_near_transformers(tiny, tmp_path, dtype, atol):
-    from stratagem.backends.llamacpp_engine import LlamaCppEngine
+    from stratagem.backends.llamacpp.engine import LlamaCppEngine
     from stratagem.training.engines.gguf import write_model_gguf
 
     model, tokenizer, _ = tiny
@@ -235,7 +235,7 @@ def test_greedy_answers_and_prompt_ids_are_the_hf_backends(backends):
 
 def test_rows_are_sampled_as_one_multinomial_each_from_their_own_generator():
     """Naive equivalent: ``torch.multinomial(softmax(scores / T), 1, generator=g_row)`` per row."""
-    from stratagem.backends.hf_sampling import sample_rows
+    from stratagem.backends.hf.sampling import sample_rows
 
     scores = torch.randn(3, 50, generator=torch.Generator().manual_seed(0))
     picked, logps = sample_rows(scores, [torch.Generator().manual_seed(s) for s in (1, 2, 3)], 0.7)
@@ -258,7 +258,7 @@ def test_sampled_answers_are_the_hf_backends_for_the_same_seeds(backends):
 
 @needs_llamacpp
 def test_thread_counts_change_no_logit(tiny):
-    from stratagem.backends.llamacpp_engine import LlamaCppEngine
+    from stratagem.backends.llamacpp.engine import LlamaCppEngine
 
     _, _, path = tiny
     engine = LlamaCppEngine(path, n_ctx=512, n_seq=4, threads=1)

@@ -17,14 +17,14 @@ import pytest
 from stratagem.backends.base import Sampling
 from stratagem.backends.cache import ResponseCache
 from stratagem.backends.openai import MAX_RETRY_AFTER_SECONDS, OpenAIBackend
-from stratagem.backends.openai_http import (
+from stratagem.backends.openai.http import (
     BASE_RESPONSE_BYTES,
     BYTES_PER_TOKEN,
     MAX_RESPONSE_BYTES,
     response_byte_limit,
     retry_after,
 )
-from stratagem.backends.openai_replies import CHARS_PER_TOKEN
+from stratagem.backends.openai.replies import CHARS_PER_TOKEN
 from stratagem.errors import ConfigError
 from tests.backends.fault_server import FaultServer, completion
 

@@ -10,8 +10,8 @@ import pytest
 
 from stratagem.agent import Decision, Strategy
 from stratagem.errors import ConfigError
+from stratagem.evaluation.acceptance import MARGINS, HoldAt, acceptance_curve
 from stratagem.games.bargaining import Bargaining, BargainingView, Call, Invalid, Turn
-from stratagem.metrics.acceptance import MARGINS, HoldAt, acceptance_curve
 from stratagem.strategies.bargaining import (
     Boulware,
     NaiveAccepter,

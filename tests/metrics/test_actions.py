@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from stratagem.evaluation import evaluate
+from stratagem.evaluation.pools import evaluate
 from stratagem.games import get_game
 from stratagem.metrics.actions import action_rates, rate
 from stratagem.report.rebuild import rebuild_metrics

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stratagem.evaluation import evaluate
+from stratagem.evaluation.pools import evaluate
 from stratagem.games import get_game
 from stratagem.metrics.sepo import advantage_by_opponent, collusion, exploit
 from stratagem.play import EpisodeSpec, play

@@ -11,7 +11,7 @@ import pytest
 
 from stratagem.cluster import RayWorkerError
 from stratagem.errors import UnknownNameError
-from stratagem.evaluation import evaluate
+from stratagem.evaluation.pools import evaluate
 from stratagem.games import get_game
 from stratagem.strategies import get_strategy
 from stratagem.tournament import round_robin

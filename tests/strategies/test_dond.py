@@ -30,7 +30,7 @@ from stratagem.strategies.dond import (
     claim_in,
     progress,
 )
-from stratagem.strategies.dond_talk import (
+from stratagem.strategies.dond.talk import (
     CLAIMS,
     DEALS,
     VALUES,
@@ -86,7 +86,7 @@ def test_a_claim_after_any_objective_line_stays_a_claim():
     from types import SimpleNamespace
 
     from stratagem.strategies.dond import _lam_lines
-    from stratagem.strategies.dond_talk import compose
+    from stratagem.strategies.dond.talk import compose
 
     share, rest = (1, 0, 2), (3, 2, 0)
     bodies = [claim_text(share, rest, i) for i in range(len(CLAIMS))]

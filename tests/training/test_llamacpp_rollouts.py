@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from stratagem.backends.llamacpp_engine import llamacpp_unavailable
+from stratagem.backends.llamacpp.engine import llamacpp_unavailable
 from stratagem.episode import EpisodeSpec
 from stratagem.errors import ConfigError
 from stratagem.games import get_game
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_the_option_is_refused_in_one_line_where_it_cannot_run(monkeypatch, tmp_path):
-    from stratagem.backends import llamacpp_engine
+    from stratagem.backends.llamacpp import engine as llamacpp_engine
 
     monkeypatch.setattr(llamacpp_engine, "llamacpp_unavailable", lambda: "not installed")
     with pytest.raises(ConfigError, match="--rollout-engine llamacpp: not installed"):

@@ -111,7 +111,7 @@ def test_flags_must_match_the_assistant_turns(tokenizer):
 
 
 def test_a_flawed_drill_claim_carries_no_loss_as_gen_sft_writes_it(tokenizer, tmp_path):
-    from stratagem.training.drills import drills
+    from experiments.drills import drills
     from stratagem.training.sft.data import write_chats
 
     chats = list(drills("dond", 40, seed=5, joint=True, flawed=True))

@@ -24,7 +24,7 @@ from stratagem.cli.main import app as cli
 from stratagem.errors import ConfigError
 from stratagem.games import get_game
 from stratagem.metrics.bargaining import summarise
-from stratagem.metrics.bargaining_rows import negotiation_rows
+from stratagem.metrics.bargaining.rows import negotiation_rows
 from stratagem.runs import read_fingerprint
 from stratagem.strategies import get_strategy
 from stratagem.trace import read_traces

@@ -12,7 +12,7 @@ from rich.console import Console
 from stratagem.agents.settings import AgentSettings
 from stratagem.cli.options import GameGroup, RunGroup
 from stratagem.errors import ConfigError
-from stratagem.evaluation import Evaluation
+from stratagem.evaluation.pools import Evaluation
 from stratagem.settings import Positive, RaySettings, SizeSettings, opt
 
 console = Console()
@@ -35,10 +35,10 @@ class EvalConfig(RunGroup, SizeSettings, RaySettings, AgentSettings, GameGroup):
 def eval_command(cfg: EvalConfig) -> None:
     """Evaluate an agent against every pool of a game and print the SEPO metrics."""
     from stratagem.agents.spec import is_llm, make_agent
+    from stratagem.cli.launch import check_size
     from stratagem.cli.progress import progress_bar
-    from stratagem.evaluation import count_episodes, evaluate
+    from stratagem.evaluation.pools import count_episodes, evaluate
     from stratagem.games import get_game
-    from stratagem.launch import check_size
     from stratagem.report.console import print_evaluation
     from stratagem.runs import check_out_path, fresh_folder
 

@@ -18,12 +18,11 @@ from rich.console import Console
 from stratagem.cli import dialogue as live
 from stratagem.cli import evaluate, imitate, info, matrix, psro, report, serve, solve, tournament
 from stratagem.cli import train as training
+from stratagem.cli.acceptance import AcceptanceConfig, acceptance_command
+from stratagem.cli.launch import resume_command
 from stratagem.cli.options import register
+from stratagem.cli.selfplay_eval import SelfPlayEvalConfig, selfplay_eval_command
 from stratagem.errors import StratagemError
-from stratagem.launch import resume_command
-from stratagem.report.acceptance import AcceptanceConfig, acceptance_command
-from stratagem.report.claim_probe import ClaimProbeConfig, claim_probe_command
-from stratagem.report.selfplay_eval import SelfPlayEvalConfig, selfplay_eval_command
 
 app = typer.Typer(
     name="stratagem",
@@ -66,7 +65,6 @@ app.command("games")(info.games)
 register(app, "strategies", info.StrategiesConfig, info.list_strategies)
 register(app, "eval", evaluate.EvalConfig, evaluate.eval_command, wrap=interruptible)
 register(app, "acceptance", AcceptanceConfig, acceptance_command)
-register(app, "claim-probe", ClaimProbeConfig, claim_probe_command)
 register(app, "matrix", matrix.MatrixConfig, matrix.matrix_command)
 register(app, "report", report.ReportConfig, report.report_command)
 register(app, "solve", solve.SolveConfig, solve.solve_command, wrap=answers)
@@ -89,9 +87,15 @@ app.add_typer(training.train_app(trained), name="train")
 
 def main() -> None:
     """The console entry point: run the app behind the error boundary."""
+    run_app(app)
+
+
+def run_app(typer_app: typer.Typer) -> None:
+    """Runs ``typer_app`` behind the error boundary: our errors and filesystem errors print one
+    line, Ctrl-C and SIGTERM exit 130 / 143 (scripts built on the library use it too)."""
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        app()  # usage errors are typer's own: a short message and exit 2
+        typer_app()  # usage errors are typer's own: a short message and exit 2
     except StratagemError as exc:
         _one_line(str(exc))
         sys.exit(exc.exit_code)

@@ -65,7 +65,7 @@ def psro_command(cfg: PSROConfig) -> None:
     from stratagem.solvers.games import dialogue_games
     from stratagem.solvers.matrix import META_SOLVERS
     from stratagem.solvers.psro import plot_meta_strategies, psro
-    from stratagem.solvers.psro_setup import disagreement_point, psro_start
+    from stratagem.solvers.psro.setup import disagreement_point, psro_start
 
     if cfg.meta_solver not in META_SOLVERS:
         raise UnknownNameError("meta-solver", cfg.meta_solver, META_SOLVERS)

@@ -43,9 +43,9 @@ class TournamentConfig(RunGroup, SizeSettings, RaySettings, LLMSettings, GameGro
 
 def tournament_command(cfg: TournamentConfig) -> None:
     """Every agent against every agent in both roles (itself included) on the same scenarios."""
+    from stratagem.cli.launch import check_size
     from stratagem.cli.progress import progress_bar
     from stratagem.games import get_game
-    from stratagem.launch import check_size
     from stratagem.report.tournament import print_tournament
     from stratagem.tournament import round_robin
 

@@ -24,27 +24,9 @@ from typer.core import TyperGroup
 from stratagem.cli.options import register_lists
 from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.settings import build
-from stratagem.training.sft.data import GenSFTArgs
+from stratagem.training.sft.args import GenSFTArgs
 
 console = Console()
-
-
-def _write_drills(cfg: GenSFTArgs, progress) -> bool:
-    """Writes ``cfg.drills`` drills of ``cfg.game`` to OUT/GAME-drills; False when none are asked
-    for (a drill option is then a ConfigError: it would be ignored)."""
-    from stratagem.training.drills import drills
-    from stratagem.training.sft.data import write_chats
-
-    options = cfg.drill_options()
-    if not cfg.drills:
-        return False
-    chats = drills(cfg.game, cfg.drills, cfg.seed, **options)
-    name = f"{cfg.game}-drills"
-    task = progress.add_task(name, total=cfg.drills)
-    on_example = lambda n, t=task: progress.advance(t)  # noqa: E731
-    card = write_chats(name, chats, cfg.out, cfg.seed, on_example=on_example)
-    _print_card(name, card, cfg.out)
-    return True
 
 
 def gen_sft_command(cfg: GenSFTArgs) -> None:
@@ -62,8 +44,6 @@ def gen_sft_command(cfg: GenSFTArgs) -> None:
 
     check_out_path(cfg.out)
     with progress_bar(console) as progress:
-        if _write_drills(cfg, progress) and not cfg.agents:
-            return
         if cfg.game is None:
             for name in cfg.datasets:
                 if name not in DATASETS:

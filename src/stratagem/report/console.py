@@ -11,7 +11,7 @@ from rich.table import Table
 from stratagem.report.tables import LABELS
 
 if TYPE_CHECKING:
-    from stratagem.evaluation import Evaluation
+    from stratagem.evaluation.pools import Evaluation
 
 
 def estimate_cell(value: float, stderr: float) -> str:

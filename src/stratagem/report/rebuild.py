@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from stratagem.errors import ConfigError
-from stratagem.evaluation import POLICY, Evaluation
+from stratagem.evaluation.pools import POLICY, Evaluation
 from stratagem.game import HasSolverTree
 from stratagem.games import get_game
 from stratagem.metrics.actions import action_rates

@@ -150,7 +150,7 @@ def round_robin(
     built afterwards from the trace file alone. ``player`` plays the episodes in place of the
     local ``play`` (``tournament.ray.RayPlayer``: on Ray); the result is the same.
     """
-    from stratagem.evaluation import run_status, runtime
+    from stratagem.evaluation.pools import run_status, runtime
 
     failed: dict[str, int] = {}
     first_error: list[str] = []

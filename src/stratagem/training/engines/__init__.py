@@ -35,7 +35,7 @@ def check_rollout_engine(args: GRPOArgs) -> None:
         if (reason := vllm_unavailable()) is not None:
             raise ConfigError(f"--rollout-engine vllm: {reason}")
     elif args.rollout_engine == "llamacpp":
-        from stratagem.backends.llamacpp_engine import llamacpp_unavailable
+        from stratagem.backends.llamacpp.engine import llamacpp_unavailable
 
         if (reason := llamacpp_unavailable()) is not None:
             raise ConfigError(f"--rollout-engine llamacpp: {reason}")

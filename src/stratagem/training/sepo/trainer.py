@@ -237,7 +237,7 @@ def _mean(values: list[float]) -> float:
 def evaluate_checkpoint(policy, tokenizer, game, args: SEPOArgs, step: int) -> dict:
     """The full SEPO evaluation of the current policy (greedy), on the training payoff scale,
     plus exact Kuhn exploitability."""
-    from stratagem.evaluation import evaluate
+    from stratagem.evaluation.pools import evaluate
 
     policy.eval()
     backend = HFBackend.from_model(

@@ -1,17 +1,27 @@
-"""The settings of ``stratagem train sft``: one dataclass, a docstring per field (SEPO App. H
-for the defaults). Kept apart from the trainer so that ``train sft --help`` and a settings check
-load no model library.
+"""The settings of ``stratagem gen-sft`` and ``stratagem train sft``: one dataclass each, a
+docstring per field (SEPO App. H for the defaults). Kept apart from the data writer and the
+trainer so that ``--help`` and a settings check load no model library.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stratagem.agents.settings import LLMSettings
 from stratagem.errors import ConfigError
-from stratagem.settings import OutFolder, PositiveFloat, normal_path, normal_paths, opt
+from stratagem.settings import (
+    Distinct,
+    OutFolder,
+    Positive,
+    PositiveFloat,
+    normal_path,
+    normal_paths,
+    opt,
+)
 from stratagem.training.args import (
     TARGET_MODULES,
     PolicyArgs,
@@ -19,6 +29,41 @@ from stratagem.training.args import (
     TRLArgs,
     check_adapters,
 )
+
+
+@dataclasses.dataclass(kw_only=True)
+class GenSFTArgs(LLMSettings):
+    """Write SFT datasets: one multi-turn chat per (episode, seat) (or, with --turns, one row per
+    assistant turn), 80/20 split by chat, JSONL + dataset card. Default: the SEPO datasets of
+    rule-based demonstrators (App. H sizes, counted in decisions); with --game, the dialogues of
+    --agents (bargaining: the rule-based bargainers write templated Thought/Code turns)."""
+
+    out: OutFolder = opt(Path("data/sft"), "-o")
+    """Output folder."""
+    datasets: list[str] = opt(["multi", "kuhn", "multi_issue"])
+    """The SEPO datasets to write: multi, kuhn, multi_issue."""
+    seed: int = opt(42, "-s")
+    """Seed of the episodes and the split."""
+    game: str | None = opt(None, "-g")
+    """Instead of the SEPO datasets: chats of any game played by --agents, written to OUT/GAME."""
+    params: dict[str, Any] = opt({}, "--param", "-p")
+    """Game parameter KEY=VALUE (JSON value); repeatable."""
+    agents: Distinct | None = opt(None, "-a")
+    """With --game: agents (strategy names, hf, openai:MODEL); every ordered pair plays."""
+    episodes: Positive = opt(20, "-n")
+    """With --game: episodes per ordered pair."""
+    demonstrators: list[str] | None = None
+    """With --game: whose seats become chats [every agent's]."""
+    turns: bool = False
+    """One row per assistant turn (prompt = the earlier turns; completion = the turn) in TRL's
+    prompt/completion format, instead of one chat per seat."""
+    self_play: bool = True
+    """With --game: each agent also plays itself (both seats), besides every other agent."""
+    agreements_only: bool = False
+    """With --game: keep only the chats of episodes that ended in an agreement (a round's
+    `agreement` or `deal`); games that record neither are refused."""
+    min_score: float | None = None
+    """With --game: keep only the chats whose seat scored at least this (its episode payoff)."""
 
 
 @dataclass

@@ -26,7 +26,6 @@ reason in the turn it is trained on. Whole chats keep every answer whole: each i
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
 import re
@@ -37,17 +36,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stratagem.agents.settings import LLMSettings
 from stratagem.episode import Episode
 from stratagem.errors import ConfigError
 from stratagem.game import HasHeldOutScenarios
 from stratagem.games import get_game
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
-from stratagem.settings import Distinct, OutFolder, Positive, opt
 from stratagem.strategies import get_pools, get_strategy, sft_mixture
 from stratagem.trace import Trace
-from stratagem.training.drills.settings import DrillSettings
+from stratagem.training.sft.args import GenSFTArgs  # noqa: F401 (its former home)
 from stratagem.training.sft.reasons import reasons
 
 # App. H sizes: decisions per game in each dataset
@@ -59,41 +56,6 @@ DATASETS: dict[str, dict[str, int]] = {
 TEST_FRACTION = 0.2
 TRAINING_POOLS = ("train", "exploit", "collusive")
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.S | re.I)  # an unclosed block runs to the end
-
-
-@dataclasses.dataclass(kw_only=True)
-class GenSFTArgs(LLMSettings, DrillSettings):
-    """Write SFT datasets: one multi-turn chat per (episode, seat) (or, with --turns, one row per
-    assistant turn), 80/20 split by chat, JSONL + dataset card. Default: the SEPO datasets of
-    rule-based demonstrators (App. H sizes, counted in decisions); with --game, the dialogues of
-    --agents (bargaining: the rule-based bargainers write templated Thought/Code turns)."""
-
-    out: OutFolder = opt(Path("data/sft"), "-o")
-    """Output folder."""
-    datasets: list[str] = opt(["multi", "kuhn", "multi_issue"])
-    """The SEPO datasets to write: multi, kuhn, multi_issue."""
-    seed: int = opt(42, "-s")
-    """Seed of the episodes and the split."""
-    game: str | None = opt(None, "-g")
-    """Instead of the SEPO datasets: chats of any game played by --agents, written to OUT/GAME."""
-    params: dict[str, Any] = opt({}, "--param", "-p")
-    """Game parameter KEY=VALUE (JSON value); repeatable."""
-    agents: Distinct | None = opt(None, "-a")
-    """With --game: agents (strategy names, hf, openai:MODEL); every ordered pair plays."""
-    episodes: Positive = opt(20, "-n")
-    """With --game: episodes per ordered pair."""
-    demonstrators: list[str] | None = None
-    """With --game: whose seats become chats [every agent's]."""
-    turns: bool = False
-    """One row per assistant turn (prompt = the earlier turns; completion = the turn) in TRL's
-    prompt/completion format, instead of one chat per seat."""
-    self_play: bool = True
-    """With --game: each agent also plays itself (both seats), besides every other agent."""
-    agreements_only: bool = False
-    """With --game: keep only the chats of episodes that ended in an agreement (a round's
-    `agreement` or `deal`); games that record neither are refused."""
-    min_score: float | None = None
-    """With --game: keep only the chats whose seat scored at least this (its episode payoff)."""
 
 
 def strip_think(text: str) -> str:
