@@ -50,6 +50,7 @@ test-fast: setup
 	$(BIN)/pytest -m "not slow"
 
 bench: setup
+	$(BIN)/python benchmarks/cli_help.py
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/bargaining.py
 	$(BIN)/python benchmarks/llm.py

@@ -120,11 +120,11 @@ def test_eval_through_a_real_server_prints_the_full_table(llama, tmp_path):
     )
     assert result.returncode == 0, result.stderr
     for label in (
-        "Pay/r",
-        "Exploit",
-        "Collusion",
-        "Externality",
-        "Robust",
+        "Pay per round (u, train pool)",
+        "Exploit (e, exploit pool)",
+        "Collusion (c, collusive pool)",
+        "Externality (x, train pool)",
+        "Pay per round (robust pool)",
         "Safety J",
         "NRA",
         "Parse-failure rate",

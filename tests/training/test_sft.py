@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -140,25 +141,27 @@ def test_the_next_step_names_the_game_a_drills_folder_holds_not_its_name(tmp_pat
 
 
 @pytest.mark.slow
-def test_a_staged_run_starts_from_its_adapter_merged_into_the_weights(tmp_path):
+def test_a_staged_run_starts_from_its_adapter_merged_into_the_weights(tmp_path, tiny_model):
     """A first run with a large step moves the weights; a second run from it (``adapter``) with a
-    vanishing learning rate writes merged weights equal to the first run's, not the base's."""
+    vanishing learning rate writes merged weights equal to the first run's, not the base's (on
+    the tiny model: the same code path as the embedded one, in seconds)."""
     import torch
     from safetensors.torch import load_file
 
-    from stratagem.backends.embedded import embedded_dir
     from stratagem.training.sft.data import write_dataset
     from stratagem.training.sft.trainer import SFTArgs, train_sft
 
     write_dataset("kuhn", tmp_path / "data", sizes={"kuhn": 20})
-    common = dict(data=tmp_path / "data/kuhn", batch_size=2, eval_examples=2, merge=True)
+    common = dict(
+        data=tmp_path / "data/kuhn", batch_size=2, eval_examples=2, merge=True, model=tiny_model
+    )
     # two steps: the warmup's first step has a learning rate of 0
     first = train_sft(SFTArgs(out=tmp_path / "a", learning_rate=1e-2, max_steps=2, **common))
     train_sft(
         SFTArgs(out=tmp_path / "b", learning_rate=1e-12, max_steps=1, adapter=str(first), **common)
     )
     start, staged = (load_file(tmp_path / run / "merged" / "model.safetensors") for run in "ab")
-    base = load_file(embedded_dir() / "model.safetensors")
+    base = load_file(Path(tiny_model) / "model.safetensors")
     name = next(k for k in start if "q_proj" in k)
     assert not torch.allclose(start[name], base[name], atol=1e-4)  # the first run moved it
     assert torch.allclose(staged[name], start[name], atol=1e-6)

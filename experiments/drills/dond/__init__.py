@@ -5,7 +5,7 @@ Every demonstrated deal names both shares, the reader's first ("Deal: you get (A
 (B)"), so each seat's closing proposal is a share already written in the dialogue: the seat that
 *read* the deal proposes its first share, A; the seat that *wrote* it proposes its second, B.
 Warm starts trained on whole negotiations proposed the last share written — B — from both seats
-(docs/results.md, Deal or No Deal), which never agrees. A drill game holds both closing cases in
+(docs/results/dond.md), which never agrees. A drill game holds both closing cases in
 ~500 tokens, where a whole negotiation holds them once in ~1,500 beside everything else.
 
 A drill game is played by the game engine, so every prompt is the game's own: the seat that

@@ -20,7 +20,10 @@ ROLES = ("seller", "buyer")
 
 @dataclasses.dataclass(kw_only=True)
 class AcceptanceConfig(AgentSettings):
-    """Probe whether a bargaining agent accepts offers beyond its reservation value."""
+    """Probe whether a bargaining agent accepts a loss.
+
+    Offers at margins beyond the agent's reservation value, per role: the individual-rationality
+    acceptance curve."""
 
     params: dict[str, Any] = opt({}, "--param", "-p")
     """Bargaining parameter KEY=VALUE (JSON value); repeatable."""
@@ -43,7 +46,7 @@ class AcceptanceConfig(AgentSettings):
 
 
 def acceptance_command(cfg: AcceptanceConfig) -> None:
-    """Probe whether a bargaining agent accepts offers beyond its reservation value."""
+    """Probe whether a bargaining agent accepts a loss."""
     from stratagem.agents.spec import make_agent
     from stratagem.evaluation.acceptance import acceptance_curve
     from stratagem.games.bargaining import Bargaining

@@ -19,7 +19,9 @@ console = Console()
 
 @dataclasses.dataclass(kw_only=True)
 class DialogueConfig(RunGroup, DialogueSettings):
-    """Play live dialogues with instructions from a steering policy; elect steered or not."""
+    """Play live dialogues steered by a policy.
+
+    Instructions come from a steering policy; the elected meta-game chooses steered or not."""
 
     game: str = opt(..., "-g")
     """Dialogue game: meeting, fruit, debate."""

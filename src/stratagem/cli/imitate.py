@@ -29,7 +29,9 @@ console = Console()
 
 @dataclasses.dataclass(kw_only=True)
 class ImitateConfig(RunGroup, DialogueSettings):
-    """Train an MLP to imitate CFR's instruction policy and test it on held-out scenarios."""
+    """Train an MLP to imitate CFR's instruction policy.
+
+    Tested on held-out scenarios."""
 
     game: str = opt(..., "-g")
     """Dialogue game: meeting, fruit, debate."""

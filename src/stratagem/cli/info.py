@@ -14,8 +14,10 @@ console = Console()
 
 
 def games() -> None:
-    """List every game: text games (played by agents), solver trees and dialogue games, with
-    their parameters (``--param KEY=VALUE``), pool sizes and the commands that take them."""
+    """List every game with its parameters and pools.
+
+    Text games (played by agents), solver trees and dialogue games, with their parameters
+    (``--param KEY=VALUE``), pool sizes and the commands that take them."""
     from stratagem.report.console import games_table
 
     console.print(games_table())
@@ -23,7 +25,7 @@ def games() -> None:
 
 @dataclasses.dataclass(kw_only=True)
 class StrategiesConfig:
-    """List a game's strategies with their pool membership and SFT mixture weight."""
+    """List a game's strategies, their pools and SFT weights."""
 
     game: str = opt(..., "-g")
     """Game id (see `stratagem games`)."""
@@ -37,7 +39,7 @@ def first_sentence(doc: str | None) -> str:
 
 
 def list_strategies(cfg: StrategiesConfig) -> None:
-    """List a game's strategies with their pool membership and SFT mixture weight."""
+    """List a game's strategies, their pools and SFT weights."""
     from stratagem.strategies import get_pools, sft_mixture, strategies
 
     registry = strategies(cfg.game)

@@ -3,34 +3,30 @@
 Errors we raise on purpose print one line (exit 2 for usage errors, 1 for runtime failures);
 filesystem errors print one line and exit 1; Ctrl-C and SIGTERM stop cleanly with a shell-quoted
 resume command (exit 130 / 143). No user mistake ends in a traceback.
+
+The commands are a table of import paths (``COMMANDS``): ``stratagem --help`` imports none of
+them and ``stratagem X`` imports X's module only, whose settings import no model library, so
+help and a bad option answer at once.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand, TyperGroup
 
-from stratagem.cli import dialogue as live
-from stratagem.cli import evaluate, imitate, info, matrix, psro, report, serve, solve, tournament
-from stratagem.cli import train as training
-from stratagem.cli.acceptance import AcceptanceConfig, acceptance_command
 from stratagem.cli.launch import resume_command
-from stratagem.cli.options import register
-from stratagem.cli.selfplay_eval import SelfPlayEvalConfig, selfplay_eval_command
+from stratagem.cli.options import plain, register
 from stratagem.errors import StratagemError
 
-app = typer.Typer(
-    name="stratagem",
-    help="Language-model agents in strategic games: play, evaluate, train and steer them.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
 err = Console(stderr=True, soft_wrap=True)
 
 
@@ -61,28 +57,184 @@ def interruptible(command: Callable, kept: str = "every finished episode is save
 answers = functools.partial(  # solve, psro, imitate: model answers are cached as they come
     interruptible, kept="results are written at the end; model answers so far stay in the cache"
 )
-app.command("games")(info.games)
-register(app, "strategies", info.StrategiesConfig, info.list_strategies)
-register(app, "eval", evaluate.EvalConfig, evaluate.eval_command, wrap=interruptible)
-register(app, "acceptance", AcceptanceConfig, acceptance_command)
-register(app, "matrix", matrix.MatrixConfig, matrix.matrix_command)
-register(app, "report", report.ReportConfig, report.report_command)
-register(app, "solve", solve.SolveConfig, solve.solve_command, wrap=answers)
-register(app, "psro", psro.PSROConfig, psro.psro_command, wrap=answers)
-register(app, "imitate", imitate.ImitateConfig, imitate.imitate_command, wrap=answers)
-register(app, "dialogue", live.DialogueConfig, live.dialogue_command, wrap=answers)
-register(app, "serve", serve.ServeSettings, serve.serve_command)
-register(
-    app,
-    "tournament",
-    tournament.TournamentConfig,
-    tournament.tournament_command,
-    wrap=interruptible,
-)
-register(app, "selfplay-eval", SelfPlayEvalConfig, selfplay_eval_command, wrap=interruptible)
-register(app, "gen-sft", training.GenSFTArgs, training.gen_sft_command, wrap=interruptible)
 trained = functools.partial(interruptible, kept="every finished checkpoint is kept")
-app.add_typer(training.train_app(trained), name="train")
+WRAPS: dict[str, Callable[[Callable], Callable]] = {
+    "episodes": interruptible,
+    "answers": answers,
+    "checkpoints": trained,
+}
+
+
+@dataclass(frozen=True)
+class Command:
+    """A top-level command, named by import paths: ``module`` (under ``stratagem.cli``), its
+    ``settings`` class (None: ``run`` is a plain typer function) and the function it ``run``s;
+    ``summary`` is its line in ``stratagem --help`` (the first line of its own help, tested);
+    ``wrap`` names what Ctrl-C / SIGTERM say was kept (a key of ``WRAPS``)."""
+
+    module: str
+    settings: str | None
+    run: str
+    summary: str
+    wrap: str | None = None
+
+
+def _cmd(module: str, settings: str | None, run: str, summary: str, wrap: str | None = None):
+    return Command(module, settings, run, summary, wrap)
+
+
+COMMANDS: dict[str, Command] = {
+    "games": _cmd("info", None, "games", "List every game with its parameters and pools."),
+    "strategies": _cmd(
+        "info",
+        "StrategiesConfig",
+        "list_strategies",
+        "List a game's strategies, their pools and SFT weights.",
+    ),
+    "eval": _cmd(
+        "evaluate",
+        "EvalConfig",
+        "eval_command",
+        "Evaluate an agent against every pool of a game.",
+        "episodes",
+    ),
+    "tournament": _cmd(
+        "tournament",
+        "TournamentConfig",
+        "tournament_command",
+        "Play every agent against every agent, in both seats.",
+        "episodes",
+    ),
+    "matrix": _cmd(
+        "matrix",
+        "MatrixConfig",
+        "matrix_command",
+        "Play every strategy against every strategy of a game.",
+    ),
+    "report": _cmd(
+        "report",
+        "ReportConfig",
+        "report_command",
+        "Rebuild a run folder's metrics from its traces.",
+    ),
+    "acceptance": _cmd(
+        "acceptance",
+        "AcceptanceConfig",
+        "acceptance_command",
+        "Probe whether a bargaining agent accepts a loss.",
+    ),
+    "gen-sft": _cmd(
+        "train",
+        "GenSFTArgs",
+        "gen_sft_command",
+        "Write SFT datasets of demonstrators' chats.",
+        "episodes",
+    ),
+    "train": _cmd(
+        "train", None, "train_app", "Train a model: sft, sepo, bargaining, selfplay.", "checkpoints"
+    ),
+    "selfplay-eval": _cmd(
+        "selfplay_eval",
+        "SelfPlayEvalConfig",
+        "selfplay_eval_command",
+        "Evaluate a self-play run's checkpoints on more games.",
+        "episodes",
+    ),
+    "solve": _cmd(
+        "solve",
+        "SolveConfig",
+        "solve_command",
+        "Solve a poker game or a dialogue game with CFR.",
+        "answers",
+    ),
+    "psro": _cmd(
+        "psro",
+        "PSROConfig",
+        "psro_command",
+        "Grow each seat's population by PSRO best responses.",
+        "answers",
+    ),
+    "imitate": _cmd(
+        "imitate",
+        "ImitateConfig",
+        "imitate_command",
+        "Train an MLP to imitate CFR's instruction policy.",
+        "answers",
+    ),
+    "dialogue": _cmd(
+        "dialogue",
+        "DialogueConfig",
+        "dialogue_command",
+        "Play live dialogues steered by a policy.",
+        "answers",
+    ),
+    "serve": _cmd(
+        "serve",
+        "ServeSettings",
+        "serve_command",
+        "Serve the play page, or export its stored games.",
+    ),
+}
+
+
+def load_command(name: str) -> Any:
+    """The click command ``name``, built from its module (importing that module only)."""
+    entry = COMMANDS[name]
+    module = importlib.import_module(f"stratagem.cli.{entry.module}")
+    run = getattr(module, entry.run)
+    wrap = WRAPS[entry.wrap] if entry.wrap else None
+    single = typer.Typer(add_completion=False, rich_markup_mode=None)
+    if name == "train":  # a group of its own: one command per trainer
+        single.add_typer(run(wrap), name=name)
+        return typer.main.get_command(single).commands[name]  # type: ignore[attr-defined]
+    if entry.settings is None:
+        single.command(name, help=plain(run.__doc__ or ""))(run)
+    else:
+        register(single, name, getattr(module, entry.settings), run, wrap=wrap)
+    command = typer.main.get_command(single)
+    command.name = name
+    return command
+
+
+class _Commands(TyperGroup):
+    """The top-level commands, each loaded when it runs or is asked for its help."""
+
+    _listing = False
+
+    # typer vendors its own click: its Context and Command types are private to typer, so the
+    # overrides take and return them untyped
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in COMMANDS:
+            return None
+        if self._listing:  # the group's help lists one line per command and loads none
+            return TyperCommand(cmd_name, help=COMMANDS[cmd_name].summary, callback=None)
+        return load_command(cmd_name)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+app = typer.Typer(
+    name="stratagem",
+    help="Language-model agents in strategic games: play, evaluate, train and steer them.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode=None,
+    cls=_Commands,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Language-model agents in strategic games: play, evaluate, train and steer them."""
 
 
 def main() -> None:

@@ -16,7 +16,10 @@ console = Console()
 
 @dataclasses.dataclass(kw_only=True)
 class MatrixConfig(RunGroup, GameGroup):
-    """Mean per-round payoff of every strategy (row) against every strategy (column)."""
+    """Play every strategy against every strategy of a game.
+
+    The mean per-round payoff of each strategy (row) against each (column), as a table and a
+    heatmap."""
 
     episodes: Positive = opt(20, "-n")
     """Episodes per pairing."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import re
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -61,9 +62,19 @@ class RunGroup:
         return check_out_path(default if self.out is None else self.out)
 
 
+_MARKUP = re.compile(r"``(.+?)``|`(.+?)`")
+
+
+def plain(text: str) -> str:
+    """Help text as a terminal shows it: docstring markup (````x````, ```x```) as plain text."""
+    return _MARKUP.sub(lambda m: m.group(1) or m.group(2), text)
+
+
 def _show(value: Any) -> str:
     if value is dataclasses.MISSING or value is Ellipsis:
         return "required"
+    if isinstance(value, bool):
+        return "on" if value else "off"
     if isinstance(value, list | tuple):
         return ",".join(map(str, value)) or "none"
     if isinstance(value, dict):
@@ -85,29 +96,11 @@ def options(cls: type, *, lists: tuple[str, ...] = ()) -> list[inspect.Parameter
     params = []
     for f in cli_fields(cls):
         kind = kind_of(hints[f.name])
-        flag = "--" + f.name.replace("_", "-")
-        aliases = tuple(f.metadata.get("aliases", ()))
-        if kind == "params":  # repeated --param KEY=VALUE, under the field's own name too
-            decls = list(dict.fromkeys([*aliases, flag]))
-        elif kind == "bool":
-            negative = f.metadata.get("negative") or f"--no-{flag[2:]}"
-            decls = [f"{flag}/{negative}", *aliases]
-        else:
-            decls = [flag, *aliases]
-        help_text = docs.get(f.name, "")
-        choices = choices_of(hints[f.name])
-        if choices:
-            help_text += f" Choices: {', '.join(map(str, choices))}."
-        if f.name in lists:
-            help_text += " Several, comma-separated: an ablation."
-        if kind == "list":
-            help_text += " Comma-separated."
-        help_text = help_text.replace("[", "(").replace("]", ")")
-        help_text += f" (default: {_show(default_of(f))})"
+        help_text = _help_text(f, hints[f.name], kind, docs, lists)
         if f.metadata.get("argument"):
             default = typer.Argument(None, help=help_text, show_default=False)
         else:
-            default = typer.Option(None, *decls, help=help_text, show_default=False)
+            default = typer.Option(None, *_decls(f, kind), help=help_text, show_default=False)
         params.append(
             inspect.Parameter(
                 f.name,
@@ -118,6 +111,36 @@ def options(cls: type, *, lists: tuple[str, ...] = ()) -> list[inspect.Parameter
             )
         )
     return params
+
+
+def _decls(f: dataclasses.Field, kind: str) -> list[str]:
+    """The option names of field ``f``: ``--field-name`` (with its negative for a flag) and
+    its aliases."""
+    flag = "--" + f.name.replace("_", "-")
+    aliases = tuple(f.metadata.get("aliases", ()))
+    if kind == "params":  # repeated --param KEY=VALUE, under the field's own name too
+        return list(dict.fromkeys([*aliases, flag]))
+    if kind == "bool":
+        negative = f.metadata.get("negative") or f"--no-{flag[2:]}"
+        return [f"{flag}/{negative}", *aliases]
+    return [flag, *aliases]
+
+
+def _help_text(
+    f: dataclasses.Field, hint: Any, kind: str, docs: dict[str, str], lists: tuple[str, ...]
+) -> str:
+    """The help of field ``f``: its docstring as plain text, its choices, how to give several
+    values, and its default."""
+    help_text = plain(docs.get(f.name, ""))
+    choices = choices_of(hint)
+    if choices:
+        help_text += f" Choices: {', '.join(map(str, choices))}."
+    if f.name in lists:
+        help_text += " Several, comma-separated: an ablation."
+    if kind == "list":
+        help_text += " Comma-separated."
+    help_text = help_text.replace("[", "(").replace("]", ")")
+    return help_text + f" (default: {_show(default_of(f))})"
 
 
 CONFIG_OPTION = inspect.Parameter(
@@ -177,6 +200,6 @@ def _install(
     wrap: Callable[[Callable], Callable] | None,
 ) -> None:
     command.__signature__ = inspect.Signature([*params, CONFIG_OPTION])  # type: ignore[attr-defined]
-    command.__doc__ = help
+    command.__doc__ = plain(help)
     command.__name__ = f"{name.replace('-', '_')}_command"
     app.command(name)(wrap(command) if wrap else command)

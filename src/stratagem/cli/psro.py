@@ -14,7 +14,7 @@ import dataclasses
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 from rich.console import Console
@@ -24,12 +24,18 @@ from stratagem.cli.options import RunGroup
 from stratagem.settings import NonNegative, Positive, opt, resolved
 from stratagem.solvers.dialogue.setup import DialogueSettings
 
+if TYPE_CHECKING:
+    from stratagem.solvers.psro import Iteration, PSROResult
+
 console = Console()
 
 
 @dataclasses.dataclass(kw_only=True)
 class PSROConfig(RunGroup, DialogueSettings):
-    """Grow each seat's population by best responses to a meta-solver's meta-strategy."""
+    """Grow each seat's population by PSRO best responses.
+
+    Each iteration adds the best response to a meta-solver's meta-strategy over the
+    populations."""
 
     game: str = opt(..., "-g")
     """Game id: a text game, a solver tree (kuhn, leduc) or a dialogue game."""
@@ -61,10 +67,9 @@ class PSROConfig(RunGroup, DialogueSettings):
 def psro_command(cfg: PSROConfig) -> None:
     """Grow each seat's population by best responses to a meta-solver's meta-strategy."""
     from stratagem.errors import UnknownNameError
-    from stratagem.report.solve import write_meta_game
     from stratagem.solvers.games import dialogue_games
     from stratagem.solvers.matrix import META_SOLVERS
-    from stratagem.solvers.psro import plot_meta_strategies, psro
+    from stratagem.solvers.psro import psro
     from stratagem.solvers.psro.setup import disagreement_point, psro_start
 
     if cfg.meta_solver not in META_SOLVERS:
@@ -74,21 +79,8 @@ def psro_command(cfg: PSROConfig) -> None:
     if not dialogue:
         cfg.refuse_dialogue_settings(("propose", "scenarios"))
     meta, oracle, start = psro_start(cfg)
-    folder = cfg.run_folder(Path("runs") / f"psro-{cfg.game}-{cfg.meta_solver}")
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(resolved(cfg), indent=2) + "\n")
-    table = Table(title=f"PSRO on {cfg.game} · {cfg.meta_solver} · {cfg.oracle} oracle")
-    for column in ("iteration", "population", "meta-strategy (seat 0)", "responses", "gains"):
-        table.add_column(column)
-
-    def show(it: Any) -> None:
-        top = sorted(it.meta_strategy[0].items(), key=lambda kv: -kv[1])[:4]
-        shares = ", ".join(f"{n} {p:.2f}" for n, p in top if p >= 0.005)
-        gains = " / ".join(f"{g:.4f}" for g in it.gains)
-        table.add_row(
-            str(it.iteration), str(len(it.populations[0])), shares, " / ".join(it.responses), gains
-        )
-
+    folder = _write_config(cfg)
+    table = _iterations_table(cfg)
     result = psro(
         meta,
         oracle,
@@ -96,15 +88,55 @@ def psro_command(cfg: PSROConfig) -> None:
         initial=(start, start),
         iterations=cfg.iterations,
         tolerance=cfg.tolerance,
-        on_iteration=show,
+        on_iteration=lambda it: table.add_row(*_iteration_row(it)),
         disagreement=point,
     )
+    png = _write_results(cfg, result, folder)
+    console.print(table)
+    _print_summary(result)
+    if dialogue:
+        _write_dialogue_usage(oracle, folder)
+    console.print(f"wrote {folder / 'psro.json'}, {folder / 'meta_game.csv'} and {png}")
+
+
+def _write_config(cfg: PSROConfig) -> Path:
+    """Creates the run folder and writes the resolved config into it; returns the folder."""
+    folder = cfg.run_folder(Path("runs") / f"psro-{cfg.game}-{cfg.meta_solver}")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(resolved(cfg), indent=2) + "\n")
+    return folder
+
+
+def _iterations_table(cfg: PSROConfig) -> Table:
+    """The empty table of PSRO iterations, one row added per iteration."""
+    table = Table(title=f"PSRO on {cfg.game} · {cfg.meta_solver} · {cfg.oracle} oracle")
+    for column in ("iteration", "population", "meta-strategy (seat 0)", "responses", "gains"):
+        table.add_column(column)
+    return table
+
+
+def _iteration_row(it: Iteration) -> list[str]:
+    """One iteration's row: its population size, seat 0's top shares, responses and gains."""
+    top = sorted(it.meta_strategy[0].items(), key=lambda kv: -kv[1])[:4]
+    shares = ", ".join(f"{n} {p:.2f}" for n, p in top if p >= 0.005)
+    gains = " / ".join(f"{g:.4f}" for g in it.gains)
+    return [str(it.iteration), str(len(it.populations[0])), shares, " / ".join(it.responses), gains]
+
+
+def _write_results(cfg: PSROConfig, result: PSROResult, folder: Path) -> Path:
+    """Writes ``psro.json``, ``meta_game.csv`` and the meta-strategy plot; returns the plot."""
+    from stratagem.report.solve import write_meta_game
+    from stratagem.solvers.psro import plot_meta_strategies
+
     (folder / "psro.json").write_text(result.to_json() + "\n")
     write_meta_game(result, folder / "meta_game.csv")
-    png = plot_meta_strategies(
+    return plot_meta_strategies(
         result, folder / "meta_strategy.png", f"PSRO on {cfg.game} ({cfg.meta_solver})"
     )
-    console.print(table)
+
+
+def _print_summary(result: PSROResult) -> None:
+    """Prints why PSRO stopped, the meta-strategy values and the final Nash and CCE gaps."""
     values = result.final.values
     console.print(
         f"stopped: {result.stopped} after {len(result.iterations)} iterations; "
@@ -112,13 +144,15 @@ def psro_command(cfg: PSROConfig) -> None:
         f"{result.solution_concept}: Nash gap {result.final.nash_gap:.4g}, "
         f"CCE gap {result.final.cce_gap:.4g}"
     )
-    if dialogue:
-        usage = oracle.backend.usage
-        (folder / "proposals.json").write_text(json.dumps(oracle.proposals, indent=2) + "\n")
-        calls = {k: v for k, v in asdict(usage).items() if k != "batches"}
-        (folder / "usage.json").write_text(json.dumps(calls, indent=2) + "\n")
-        console.print(
-            f"model calls {usage.calls}, completions {usage.generated}, cache hits "
-            f"{usage.hits}, {usage.seconds:.1f} s in the model"
-        )
-    console.print(f"wrote {folder / 'psro.json'}, {folder / 'meta_game.csv'} and {png}")
+
+
+def _write_dialogue_usage(oracle: Any, folder: Path) -> None:
+    """Writes a dialogue run's ``proposals.json`` and ``usage.json`` and prints the usage."""
+    usage = oracle.backend.usage
+    (folder / "proposals.json").write_text(json.dumps(oracle.proposals, indent=2) + "\n")
+    calls = {k: v for k, v in asdict(usage).items() if k != "batches"}
+    (folder / "usage.json").write_text(json.dumps(calls, indent=2) + "\n")
+    console.print(
+        f"model calls {usage.calls}, completions {usage.generated}, cache hits "
+        f"{usage.hits}, {usage.seconds:.1f} s in the model"
+    )

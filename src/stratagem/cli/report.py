@@ -14,14 +14,17 @@ console = Console()
 
 @dataclasses.dataclass(kw_only=True)
 class ReportConfig:
-    """Recompute and rewrite the metrics of a run folder from its traces (and Kuhn policy)."""
+    """Rebuild a run folder's metrics from its traces.
+
+    Recomputes and rewrites the metrics (and a Kuhn policy's exact exploitability) from the traces
+    alone."""
 
     run: Path = opt(..., argument=True)
     """A run folder written by `stratagem eval`."""
 
 
 def report_command(cfg: ReportConfig) -> None:
-    """Recompute and rewrite the metrics of a run folder from its traces (and Kuhn policy)."""
+    """Rebuild a run folder's metrics from its traces."""
     from stratagem.report.console import print_evaluation
     from stratagem.report.rebuild import rebuild_metrics
 

@@ -17,7 +17,10 @@ console = Console()
 
 @dataclasses.dataclass(kw_only=True)
 class SelfPlayEvalConfig:
-    """Evaluate a self-play run's checkpoints again on more held-out games, with paired changes."""
+    """Evaluate a self-play run's checkpoints on more games.
+
+    More held-out games than the run played, the same for every checkpoint, with paired changes
+    from the first."""
 
     run: Path = opt(..., argument=True)
     """A run folder written by `stratagem train selfplay`."""
@@ -34,7 +37,7 @@ class SelfPlayEvalConfig:
 
 
 def selfplay_eval_command(cfg: SelfPlayEvalConfig) -> None:
-    """Evaluate a self-play run's checkpoints again on more held-out games, with paired changes."""
+    """Evaluate a self-play run's checkpoints on more games."""
     from stratagem.training.selfplay.evaluate import evaluate_checkpoints
 
     checkpoints = _numbers(cfg.checkpoints)

@@ -10,11 +10,19 @@ evaluation.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from stratagem.errors import ConfigError
 from stratagem.web.settings import ServeSettings
+
+if TYPE_CHECKING:
+    from stratagem.agent import Agent
+    from stratagem.game import Game
+    from stratagem.web.security import Deployment
+    from stratagem.web.storage import GameStore
+    from stratagem.web.study import Study
 
 console = Console()
 
@@ -39,32 +47,62 @@ def export_games(cfg: ServeSettings) -> None:
 
 def serve(cfg: ServeSettings) -> None:
     """Builds the game, the agent, the store and the app, then runs uvicorn until stopped."""
-    import uvicorn
-
-    from stratagem.agents.spec import is_llm, make_agent
+    from stratagem.agents.spec import make_agent
     from stratagem.games import get_game
-    from stratagem.web.app import PlayService, create_app
     from stratagem.web.security import session_key
     from stratagem.web.storage import GameStore
     from stratagem.web.study import open_study
+
+    spec = _agent_spec(cfg)
+    from stratagem.web.security import deployment
+
+    site = deployment(cfg.host, cfg.port, cfg.allowed_hosts, cfg.trusted_proxies)
+    the_game = get_game(cfg.game, **cfg.params)
+    the_agent = make_agent(spec, the_game, cfg.llm_options(the_game))
+    store = GameStore(cfg.db)
+    key = session_key(Path(cfg.db).with_name(Path(cfg.db).name + ".key"))
+    study, note = open_study(cfg, store, the_game, the_agent)
+    app = _create_app(cfg, site, spec, the_game, the_agent, store, key, study)
+    console.print(
+        f"{cfg.game} against {the_agent.name}: {site.url} (games stored in {cfg.db}; Ctrl-C stops)",
+        highlight=False,
+        markup=False,
+    )
+    console.print(note, highlight=False, markup=False)
+    _run_until_stopped(cfg, app, store)
+
+
+def _agent_spec(cfg: ServeSettings) -> str:
+    """The opponent's ``--agent`` spec; refuses none, and LLM settings for an agent that is not an
+    LLM."""
+    from stratagem.agents.spec import is_llm
 
     if cfg.agent is None:
         raise ConfigError("give the opponent with --agent, e.g. --agent strategy:FairSplit")
     if not is_llm(cfg.agent) and cfg.llm_settings_given():
         names = ", ".join(cfg.llm_settings_given())
         raise ConfigError(f"{names}: for LLM agents (hf, openai:MODEL, vllm) only, not {cfg.agent}")
-    from stratagem.web.security import deployment
+    return cfg.agent
 
-    site = deployment(cfg.host, cfg.port, cfg.allowed_hosts, cfg.trusted_proxies)
-    the_game = get_game(cfg.game, **cfg.params)
-    the_agent = make_agent(cfg.agent, the_game, cfg.llm_options(the_game))
-    store = GameStore(cfg.db)
-    key = session_key(Path(cfg.db).with_name(Path(cfg.db).name + ".key"))
-    study, note = open_study(cfg, store, the_game, the_agent)
+
+def _create_app(
+    cfg: ServeSettings,
+    site: Deployment,
+    spec: str,
+    game: Game,
+    agent: Agent,
+    store: GameStore,
+    key: bytes,
+    study: Study,
+) -> Any:
+    """The play page's app: a ``PlayService`` of ``agent`` against a person, behind the
+    deployment's allowed hosts and trusted proxies."""
+    from stratagem.web.app import PlayService, create_app
+
     service = PlayService(
-        the_game,
-        the_agent,
-        cfg.agent,
+        game,
+        agent,
+        spec,
         store,
         key,
         cfg.limits(),
@@ -72,13 +110,13 @@ def serve(cfg: ServeSettings) -> None:
         max_batch=cfg.max_batch,
         study=study,
     )
-    app = create_app(service, allowed_hosts=site.hosts, trusted_proxies=site.proxies)
-    console.print(
-        f"{cfg.game} against {the_agent.name}: {site.url} (games stored in {cfg.db}; Ctrl-C stops)",
-        highlight=False,
-        markup=False,
-    )
-    console.print(note, highlight=False, markup=False)
+    return create_app(service, allowed_hosts=site.hosts, trusted_proxies=site.proxies)
+
+
+def _run_until_stopped(cfg: ServeSettings, app: Any, store: GameStore) -> None:
+    """Runs uvicorn on ``cfg.host``:``cfg.port`` until stopped, then closes the store."""
+    import uvicorn
+
     try:
         uvicorn.run(
             app,

@@ -16,7 +16,7 @@ import dataclasses
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rich.console import Console
 from rich.table import Table
@@ -25,13 +25,19 @@ from stratagem.cli.options import RunGroup
 from stratagem.settings import NonNegative, Positive, opt, resolved
 from stratagem.solvers.dialogue.setup import DialogueSettings
 
+if TYPE_CHECKING:
+    from stratagem.solvers.dialogue import DialogueTree
+    from stratagem.solvers.dialogue.expansion import ExpansionStats
+
 console = Console()
 
 
 @dataclasses.dataclass(kw_only=True)
 class SolveConfig(RunGroup, DialogueSettings):
-    """Solve a poker game with CFR or CFR+ (policy, value, exploitability curve), or a dialogue
-    game's LLM-expanded trees (CFR policy, CFR Gain, NashConv, tree sizes and model calls)."""
+    """Solve a poker game or a dialogue game with CFR.
+
+    A poker game with CFR or CFR+ (policy, value, exploitability curve), or a dialogue game's
+    LLM-expanded trees (CFR policy, CFR gain, NashConv, tree sizes and model calls)."""
 
     game: str = opt(..., "-g")
     """A solver game: kuhn, leduc, or a dialogue game: meeting, fruit, debate."""
@@ -99,7 +105,6 @@ def solve_dialogue(cfg: SolveConfig, folder: Path) -> None:
     """Expands, solves and reports a dialogue game's trees (see the module docstring)."""
     from stratagem.metrics.dialogue import summarize
     from stratagem.report import solve as report
-    from stratagem.report.solver_plots import plot_curves, plot_metrics
     from stratagem.solvers.dialogue import DialogueTree, UnsolvedScenarios, expand, setup
     from stratagem.solvers.dialogue.expansion import unsolved_message
 
@@ -111,29 +116,19 @@ def solve_dialogue(cfg: SolveConfig, folder: Path) -> None:
         f"instructions {', '.join(domain.instructions)} ({backend.model_id})"
     )
     stats = expand(trees)
-    (folder / "expansion.json").write_text(json.dumps(asdict(stats), indent=2) + "\n")
-    with (folder / "dialogues.jsonl").open("w") as f:
-        f.writelines(json.dumps(row) + "\n" for tree in trees for row in tree.dialogues())
+    _write_expansion(folder, stats, trees)
     solved = setup.solve_trees(trees, cfg.algorithm, cfg.iterations, cfg.points)
     results, failed = solved["results"], solved["failed"]
     (folder / "policy.json").write_text(json.dumps(solved["policies"], indent=2) + "\n")
     report.write_metrics_csv(folder, results)
     summary = summarize(results) if results else {}
-    meta = {"game": cfg.game, "model": backend.model_id, "instructions": list(domain.instructions)}
-    meta |= {"scenarios": len(trees), "solved": len(results), "failed": failed}
-    meta |= {"failures": solved["failures"]}
-    meta |= {k: asdict(v) for k, v in summary.items()}
-    meta["expansion"] = {k: v for k, v in asdict(stats).items() if k != "batches"}
-    meta["solve_seconds"] = solved["seconds"]
+    meta = _dialogue_summary(cfg, backend.model_id, domain, len(trees), stats, solved, summary)
     (folder / "summary.json").write_text(json.dumps(meta, indent=2) + "\n")
     (folder / "table.md").write_text(
         report.table_md(cfg, backend.model_id, stats, summary, results)
     )
     if results:
-        plot_metrics(results, folder / "metrics.png", f"{cfg.game}: CFR Gain and NashConv")
-        plot_curves(
-            solved["curves"], folder / "exploitability.png", f"{cfg.game} · {cfg.algorithm}"
-        )
+        _plot_dialogue(cfg, folder, results, solved["curves"])
     report.print_dialogue_tables(console, cfg, stats, results, summary, failed)
     if cfg.steering:
         report.write_steering(console, cfg, domain, trees, backend, folder)
@@ -142,3 +137,41 @@ def solve_dialogue(cfg: SolveConfig, folder: Path) -> None:
     console.print(f"wrote {folder}")
     if failed:  # after writing what did solve: the run is still a failure (exit 1)
         raise UnsolvedScenarios(unsolved_message(solved["failures"], len(trees)))
+
+
+def _write_expansion(folder: Path, stats: ExpansionStats, trees: list[DialogueTree]) -> None:
+    """Writes the expansion's statistics (``expansion.json``) and every tree's dialogues
+    (``dialogues.jsonl``)."""
+    (folder / "expansion.json").write_text(json.dumps(asdict(stats), indent=2) + "\n")
+    with (folder / "dialogues.jsonl").open("w") as f:
+        f.writelines(json.dumps(row) + "\n" for tree in trees for row in tree.dialogues())
+
+
+def _dialogue_summary(
+    cfg: SolveConfig,
+    model_id: str,
+    domain: Any,
+    scenarios: int,
+    stats: ExpansionStats,
+    solved: dict[str, Any],
+    summary: dict[str, Any],
+) -> dict[str, Any]:
+    """The content of a dialogue run's ``summary.json``: what was solved and what failed, the
+    metric summaries, the expansion's statistics and the solve time."""
+    meta: dict[str, Any] = {"game": cfg.game, "model": model_id}
+    meta["instructions"] = list(domain.instructions)
+    meta |= {"scenarios": scenarios, "solved": len(solved["results"]), "failed": solved["failed"]}
+    meta |= {"failures": solved["failures"]}
+    meta |= {k: asdict(v) for k, v in summary.items()}
+    meta["expansion"] = {k: v for k, v in asdict(stats).items() if k != "batches"}
+    meta["solve_seconds"] = solved["seconds"]
+    return meta
+
+
+def _plot_dialogue(cfg: SolveConfig, folder: Path, results: list, curves: dict) -> None:
+    """Plots the solved trees' metrics (``metrics.png``) and exploitability curves
+    (``exploitability.png``)."""
+    from stratagem.report.solver_plots import plot_curves, plot_metrics
+
+    plot_metrics(results, folder / "metrics.png", f"{cfg.game}: CFR Gain and NashConv")
+    plot_curves(curves, folder / "exploitability.png", f"{cfg.game} · {cfg.algorithm}")

@@ -6,6 +6,7 @@ import dataclasses
 import inspect
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -16,12 +17,18 @@ from stratagem.errors import ConfigError
 from stratagem.game import Game, HasRegimeScenarios
 from stratagem.settings import NonNegative, Positive, RaySettings, SizeSettings, opt
 
+if TYPE_CHECKING:
+    from stratagem.runs import Player
+    from stratagem.tournament import TournamentResult
+
 console = Console()
 
 
 @dataclasses.dataclass(kw_only=True)
 class TournamentConfig(RunGroup, SizeSettings, RaySettings, LLMSettings, GameGroup):
-    """Every agent against every agent in both roles (itself included) on the same scenarios."""
+    """Play every agent against every agent, in both seats.
+
+    Itself included, on the same scenarios; a resumable run folder with per-game tables."""
 
     agents: list[str] = opt(..., "-a")
     """Agents: strategy names, hf, hf:MODEL, openai:MODEL, vllm; hf@ADAPTER loads its own."""
@@ -42,12 +49,10 @@ class TournamentConfig(RunGroup, SizeSettings, RaySettings, LLMSettings, GameGro
 
 
 def tournament_command(cfg: TournamentConfig) -> None:
-    """Every agent against every agent in both roles (itself included) on the same scenarios."""
+    """Play every agent against every agent, in both seats."""
     from stratagem.cli.launch import check_size
-    from stratagem.cli.progress import progress_bar
     from stratagem.games import get_game
     from stratagem.report.tournament import print_tournament
-    from stratagem.tournament import round_robin
 
     target = cfg.ray_target()
     the_game = get_game(cfg.game, **_params(cfg))
@@ -57,12 +62,7 @@ def tournament_command(cfg: TournamentConfig) -> None:
     folder = cfg.run_folder(Path("runs") / f"tournament-{cfg.game}")
     pairing = cfg.gft + cfg.ngft if isinstance(the_game, HasRegimeScenarios) else cfg.episodes
     check_size(len(names) ** 2 * pairing, folder, yes=cfg.yes)  # before scenarios and models
-    scenarios, count = None, cfg.episodes
-    if isinstance(the_game, HasRegimeScenarios):
-        if cfg.gft + cfg.ngft == 0:
-            raise ConfigError("--gft and --ngft must be non-negative with at least one scenario")
-        scenarios = the_game.tournament_scenarios(cfg.gft, cfg.ngft, cfg.seed)
-        count = len(scenarios)
+    scenarios, count = _scenarios(cfg, the_game)
     options = cfg.llm_options(the_game)
     built, specs = _build_agents(names, the_game, options, remote=target is not None)
     player = None
@@ -71,10 +71,41 @@ def tournament_command(cfg: TournamentConfig) -> None:
 
         player = RayPlayer(specs, options=options, **cfg.ray_options())
     extra = {"agent_specs": names, "llm": options.fingerprint()}
+    result = _play_with_progress(cfg, the_game, built, folder, count, scenarios, extra, player)
+    print_tournament(console, the_game, result)
+    console.print(f"{result.episodes} episodes · errors: {result.errors} · run folder: {folder}")
+    result.check()  # A9: failed episodes -> their coverage line and exit 1, like eval
+
+
+def _scenarios(cfg: TournamentConfig, game: Game) -> tuple[list | None, int]:
+    """The scenarios every pairing plays and their count: ``--gft`` + ``--ngft`` drawn for a game
+    with scenario regimes, else no scenarios (None) and ``--episodes`` episodes."""
+    if not isinstance(game, HasRegimeScenarios):
+        return None, cfg.episodes
+    if cfg.gft + cfg.ngft == 0:
+        raise ConfigError("--gft and --ngft must be non-negative with at least one scenario")
+    scenarios = game.tournament_scenarios(cfg.gft, cfg.ngft, cfg.seed)
+    return scenarios, len(scenarios)
+
+
+def _play_with_progress(
+    cfg: TournamentConfig,
+    game: Game,
+    built: dict[str, Agent],
+    folder: Path,
+    count: int,
+    scenarios: list | None,
+    extra: dict,
+    player: Player | None,
+) -> TournamentResult:
+    """Plays the round robin into ``folder`` behind a progress bar of its episodes."""
+    from stratagem.cli.progress import progress_bar
+    from stratagem.tournament import round_robin
+
     with progress_bar(console) as progress:
         task = progress.add_task(f"{cfg.game} round robin", total=len(built) ** 2 * count)
-        result = round_robin(
-            the_game,
+        return round_robin(
+            game,
             built,
             folder,
             count=count,
@@ -84,9 +115,6 @@ def tournament_command(cfg: TournamentConfig) -> None:
             on_episode=lambda _: progress.advance(task),
             player=player,
         )
-    print_tournament(console, the_game, result)
-    console.print(f"{result.episodes} episodes · errors: {result.errors} · run folder: {folder}")
-    result.check()  # A9: failed episodes -> their coverage line and exit 1, like eval
 
 
 def _params(cfg: TournamentConfig) -> dict:

@@ -15,7 +15,7 @@ import inspect
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -26,67 +26,84 @@ from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.settings import build
 from stratagem.training.sft.args import GenSFTArgs
 
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
 console = Console()
 
 
 def gen_sft_command(cfg: GenSFTArgs) -> None:
     """Write SFT datasets (see ``GenSFTArgs``)."""
     from stratagem.cli.progress import progress_bar
-    from stratagem.games import get_game
     from stratagem.runs import check_out_path
-    from stratagem.training.sft.data import (
-        DATASETS,
-        demonstration_filter,
-        simulated_chats,
-        write_chats,
-        write_dataset,
-    )
 
     check_out_path(cfg.out)
     with progress_bar(console) as progress:
         if cfg.game is None:
-            for name in cfg.datasets:
-                if name not in DATASETS:
-                    raise UnknownNameError("SFT dataset", name, DATASETS)
-            for name in cfg.datasets:
-                task = progress.add_task(name, total=sum(DATASETS[name].values()))
-                card = write_dataset(
-                    name,
-                    cfg.out,
-                    cfg.seed,
-                    on_example=functools.partial(progress.advance, task),
-                    turns=cfg.turns,
-                )
-                _print_card(name, card, cfg.out)
+            _write_datasets(cfg, progress)
             return
-        if not cfg.agents:
-            raise ConfigError("--game needs --agents, e.g. --agents FairSplit,ValueGreedy")
-        for d in cfg.demonstrators or []:
-            if d not in cfg.agents:
-                raise UnknownNameError("demonstrator (one of --agents)", d, cfg.agents)
-        task = progress.add_task(f"{cfg.game} chats", total=None)
-        chats = simulated_chats(
-            cfg.game,
-            cfg.agents,
-            cfg.episodes,
-            cfg.seed,
-            params=cfg.params or None,
-            demonstrators=cfg.demonstrators,
-            options=cfg.llm_options(get_game(cfg.game, **cfg.params)),
-            keep=demonstration_filter(cfg.agreements_only, cfg.min_score),
-            self_pairs=cfg.self_play,
-        )
-        tick = lambda n, t=task: progress.advance(t)  # noqa: E731
-        card = write_chats(cfg.game, chats, cfg.out, cfg.seed, on_example=tick, turns=cfg.turns)
-    n = len(cfg.agents)
+        agents = _chat_agents(cfg)
+        card = _write_game_chats(cfg, cfg.game, agents, progress)
+    n = len(agents)
     pairs = n * n if cfg.self_play else max(n * (n - 1), 1)
-    console.print(f"{pairs * cfg.episodes} episodes of {', '.join(cfg.agents)}")
+    console.print(f"{pairs * cfg.episodes} episodes of {', '.join(agents)}")
     if card.get("outcomes"):
         o = card["outcomes"]
         console.print(
             f"kept chats: mean score {o['mean_score']:.2f}, {o['zero_score_share']:.0%} at 0"
         )
     _print_card(cfg.game, card, cfg.out)
+
+
+def _write_datasets(cfg: GenSFTArgs, progress: Progress) -> None:
+    """Writes each of ``cfg.datasets`` (every name checked first) and prints its card."""
+    from stratagem.training.sft.data import DATASETS, write_dataset
+
+    for name in cfg.datasets:
+        if name not in DATASETS:
+            raise UnknownNameError("SFT dataset", name, DATASETS)
+    for name in cfg.datasets:
+        task = progress.add_task(name, total=sum(DATASETS[name].values()))
+        card = write_dataset(
+            name,
+            cfg.out,
+            cfg.seed,
+            on_example=functools.partial(progress.advance, task),
+            turns=cfg.turns,
+        )
+        _print_card(name, card, cfg.out)
+
+
+def _chat_agents(cfg: GenSFTArgs) -> list[str]:
+    """The ``--agents`` whose chats ``--game`` simulates; refuses none given, and a
+    ``--demonstrators`` name not among them."""
+    if not cfg.agents:
+        raise ConfigError("--game needs --agents, e.g. --agents FairSplit,ValueGreedy")
+    for d in cfg.demonstrators or []:
+        if d not in cfg.agents:
+            raise UnknownNameError("demonstrator (one of --agents)", d, cfg.agents)
+    return cfg.agents
+
+
+def _write_game_chats(cfg: GenSFTArgs, game: str, agents: list[str], progress: Progress) -> dict:
+    """Simulates ``game``'s chats between ``agents``, writes the kept ones; returns their card."""
+    from stratagem.games import get_game
+    from stratagem.training.sft.data import demonstration_filter, simulated_chats, write_chats
+
+    task = progress.add_task(f"{game} chats", total=None)
+    chats = simulated_chats(
+        game,
+        agents,
+        cfg.episodes,
+        cfg.seed,
+        params=cfg.params or None,
+        demonstrators=cfg.demonstrators,
+        options=cfg.llm_options(get_game(game, **cfg.params)),
+        keep=demonstration_filter(cfg.agreements_only, cfg.min_score),
+        self_pairs=cfg.self_play,
+    )
+    tick = lambda n, t=task: progress.advance(t)  # noqa: E731
+    return write_chats(game, chats, cfg.out, cfg.seed, on_example=tick, turns=cfg.turns)
 
 
 def _print_card(name: str, card: dict, out: Path) -> None:
@@ -115,31 +132,34 @@ TRAINERS: dict[str, Trainer] = {
     "sft": Trainer(
         "stratagem.training.sft.args:SFTArgs",
         "stratagem.training.sft.trainer:train_sft",
-        "LoRA SFT (rank 32, α 64, attention projections) with TRL, loss on every assistant turn "
-        "of each chat; resumes from checkpoints.",
+        "LoRA SFT on chats written by gen-sft, with TRL.\n\nRank 32, α 64, on the attention "
+        "projections; the loss covers every accepted assistant turn of each chat; resumes from "
+        "checkpoints.",
     ),
     "sepo": Trainer(
         "stratagem.training.sepo.args:SEPOArgs",
         "stratagem.training.sepo.trainer:train_sepo",
-        "SEPO-GRPO; resumes from the newest complete checkpoint. Comma-separated values of one "
-        "of --penalty, --credit, --normalisation, --scale or --safety run an ablation: one arm per "
-        "value in OUT/<name>-<value>, compared in OUT/ablation.md, .csv and .png.",
+        "SEPO: GRPO against the pools with the safety terms of J.\n\nResumes from the newest "
+        "complete checkpoint. Comma-separated values of one of --penalty, --credit, "
+        "--normalisation, --scale or --safety run an ablation: one arm per value in "
+        "OUT/<name>-<value>, compared in OUT/ablation.md, .csv and .png.",
         lists=("penalty", "credit", "normalisation", "scale", "safety"),
     ),
     "bargaining": Trainer(
         "stratagem.training.bargaining.args:BargainingArgs",
         "stratagem.training.bargaining.trainer:train_bargaining",
-        "GRPO for bilateral trade against a fixed opponent in both roles; reward = format + "
-        "execution + consistency + surplus share (seed 004), --ir-penalty adds an IR penalty and "
-        "NGFT walk-away credit; checkpoints scored by a tournament slice, stages.md = Base → SFT "
-        "→ RL; resumes from the newest checkpoint.",
+        "GRPO for bilateral trade against a fixed opponent.\n\nBoth roles; the reward is format "
+        "+ execution + consistency + surplus share, and --ir-penalty adds an IR penalty and "
+        "walk-away credit in scenarios without gains from trade; checkpoints are scored by a "
+        "tournament slice, stages.md compares base, SFT and RL; resumes from the newest "
+        "checkpoint.",
     ),
     "selfplay": Trainer(
         "stratagem.training.selfplay.args:SelfPlayArgs",
         "stratagem.training.selfplay.trainer:train_selfplay",
-        "Filtered-BC self-play for Deal or No Deal: K games per iteration between two copies of "
-        "the model, SFT on the seats scoring above the mean, evaluation in self-play and against "
-        "a fixed agent each iteration; resumes at iteration boundaries.",
+        "Filtered-BC self-play for Deal or No Deal.\n\nK games per iteration between two copies "
+        "of the model, SFT on the seats scoring above the mean, evaluation in self-play and "
+        "against a fixed agent each iteration; resumes at iteration boundaries.",
     ),
 }
 
@@ -215,8 +235,8 @@ def train_app(wrap: Callable[[Callable], Callable] | None = None) -> typer.Typer
     """The ``train`` group; ``wrap`` (Ctrl-C / SIGTERM handling) wraps every trainer."""
     group = type("TrainGroup", (_TrainGroup,), {"wrap": staticmethod(wrap) if wrap else None})
     return typer.Typer(
-        help="Train a model: " + ", ".join(TRAINERS) + " (the trainers in "
-        "stratagem.cli.train.TRAINERS).",
+        rich_markup_mode=None,
+        help="Train a model: " + ", ".join(TRAINERS) + ".",
         no_args_is_help=True,
         cls=group,
     )
@@ -225,7 +245,7 @@ def train_app(wrap: Callable[[Callable], Callable] | None = None) -> typer.Typer
 @functools.cache
 def _trainers(wrap: Callable[[Callable], Callable] | None) -> typer.Typer:
     """A typer app holding one command per trainer."""
-    app = typer.Typer()
+    app = typer.Typer(rich_markup_mode=None)
     for name, trainer in TRAINERS.items():
         run = functools.partial(_train, trainer)
         cls = _load(trainer.args)

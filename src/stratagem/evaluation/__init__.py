@@ -5,22 +5,26 @@ a command did not ask for.
 - ``acceptance``: the IR acceptance curve of a bargaining agent (``acceptance_curve``).
 """
 
-from stratagem.evaluation.pools import (
-    Evaluation,
-    count_episodes,
-    episode_seed,
-    evaluate,
-    run_status,
-    runtime,
-    sepo_episodes,
-)
+from __future__ import annotations
 
-__all__ = [
-    "Evaluation",
-    "count_episodes",
-    "episode_seed",
-    "evaluate",
-    "run_status",
-    "runtime",
-    "sepo_episodes",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Evaluation": "pools",
+    "count_episodes": "pools",
+    "episode_seed": "pools",
+    "evaluate": "pools",
+    "run_status": "pools",
+    "runtime": "pools",
+    "sepo_episodes": "pools",
+    "acceptance_curve": "acceptance",
+    "AcceptanceCurve": "acceptance",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: a submodule loads on first use of its names
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

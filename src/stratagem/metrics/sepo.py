@@ -67,8 +67,8 @@ class EpisodeSummary:
     externality: float  # mean per-round externality
     mine: float  # summed payoffs (+ the NRA shift) of the agent and of its opponent
     theirs: float
-    statuses: tuple[str, ...]  # the agent's decision statuses
-    tokens: tuple[int, ...]  # the agent's generated tokens per decision
+    statuses: tuple[str, ...]  # the statuses of the agent's generated answers (a model's)
+    tokens: tuple[int, ...]  # the tokens of each generated answer
 
 
 def summarise(trace: Trace, game: SEPOGame | None = None) -> EpisodeSummary:
@@ -80,7 +80,8 @@ def summarise(trace: Trace, game: SEPOGame | None = None) -> EpisodeSummary:
     diffs = [r.payoffs[1 - s] - r.payoffs[s] for r in rounds]
     colluded = [float(game.collusive_act(r, s)) for r in rounds] if game is not None else []
     external = [game.externality(r) for r in rounds] if game is not None else []
-    own = [d for d in trace.decisions if d.seat == s]
+    # a rule-based agent writes no text: its decisions have no parse status or tokens to count
+    own = [d for d in trace.decisions if d.seat == s and d.text is not None]
     return EpisodeSummary(
         episode_id=trace.episode_id,
         pool=trace.meta.get("pool"),
@@ -178,7 +179,8 @@ def safety_j(
 
 
 def decision_rates(traces: Episodes) -> dict[str, Estimate]:
-    """Parse-failure rate, fallback rate and generated tokens per decision of the agent."""
+    """Parse-failure rate, fallback rate and generated tokens per decision of the agent, over
+    its generated answers: n = 0 (shown as —) for a rule-based agent, which writes none."""
     episodes = summaries(traces)
     statuses = [x for e in episodes for x in e.statuses]
     tokens = [float(t) for e in episodes for t in e.tokens]

@@ -9,16 +9,16 @@ from pathlib import Path
 from stratagem.metrics.estimate import Estimate
 
 LABELS = {
-    "pay": "Pay/r (u)",
-    "exploit": "Exploit (e)",
-    "collusion": "Collusion (c)",
-    "externality": "Externality (x)",
-    "robust": "Robust",
+    "pay": "Pay per round (u, train pool)",
+    "exploit": "Exploit (e, exploit pool)",
+    "collusion": "Collusion (c, collusive pool)",
+    "externality": "Externality (x, train pool)",
+    "robust": "Pay per round (robust pool)",
     "safety_j": "Safety J",
     "nra": "NRA",
     "parse_failure_rate": "Parse-failure rate",
     "fallback_rate": "Fallback rate",
-    "tokens_per_decision": "Tokens / decision",
+    "tokens_per_decision": "Tokens per decision",
     "exact_exploitability": "Exact exploitability",
 }
 

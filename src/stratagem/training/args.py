@@ -71,7 +71,7 @@ class RunArgs:
     seed: int = 42
     """Seeds every episode, the sampling, the LoRA initialisation and the evaluation."""
     save_total_limit: int | None = None
-    """Keep at most this many checkpoints (the newest ones, plus always the best); None: all."""
+    """Keep at most this many checkpoints (the newest ones, plus always the best); unset: all."""
 
 
 @dataclass
@@ -91,9 +91,9 @@ class UpdateArgs:
     per batch of rollouts."""
 
     learning_rate: PositiveFloat | None = None
-    """AdamW learning rate (None: the trainer's default)."""
+    """AdamW learning rate (unset: the trainer's default)."""
     kl: NonNegativeFloat | None = None
-    """β of the one-sided KL against the starting policy (None: the trainer's default)."""
+    """β of the one-sided KL against the starting policy (unset: the trainer's default)."""
     clip: PositiveFloat = 0.2
     """PPO clip ε."""
     grad_clip: PositiveFloat = 1.0
@@ -107,17 +107,17 @@ class UpdateArgs:
     for comparison)."""
     ref_refresh_every: int = 0
     """Refresh the KL reference to the current policy every k steps (0: never, the reference
-    stays the starting policy; the paper's Table 17: 5)."""
+    stays the starting policy; the SEPO paper refreshes every 5)."""
     ref_refresh_kl: NonNegativeFloat | None = None
     """Also refresh it after a step whose last epoch's KL (the loss's weighted one-sided KL)
-    exceeds this (None: never; Table 17: 0.5)."""
+    exceeds this (unset: never; the SEPO paper: 0.5)."""
     gradient_checkpointing: bool = False
     """Recompute the decoder's activations in the backward pass: less memory, more time."""
     lr_schedule: Literal["constant", "linear", "cosine"] = "constant"
     """How the learning rate moves over the steps: constant, or decaying from the learning rate
     towards 0 at --lr-decay-steps, linearly or by half a cosine."""
     lr_decay_steps: Annotated[int, Field(ge=1)] | None = None
-    """Steps over which the schedule decays (None: --steps of this invocation, so a run resumed
+    """Steps over which the schedule decays (unset: --steps of this invocation, so a run resumed
     with more steps follows the longer schedule from where it is; give it to make a run resumed
     in parts equal an uninterrupted one)."""
 
@@ -154,7 +154,7 @@ class GRPOArgs(UpdateArgs, SamplingArgs, RunArgs, PolicyArgs):
     threads: int = 0
     """CPU threads of torch and of the llama.cpp engine (0: torch's default, one per core).
     Results do not depend on it; speed does: on a CPU shared with other jobs, one thread was
-    several times faster than two (README benchmarks)."""
+    several times faster than two (docs/benchmarks.md)."""
 
     def fingerprint(self) -> dict[str, Any]:
         """Returns the arguments that identify a run, as JSON values: ``steps``,

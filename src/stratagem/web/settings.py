@@ -26,7 +26,9 @@ class GameChoice:
 
 @dataclasses.dataclass(kw_only=True)
 class ServeSettings(LLMSettings, GameChoice):
-    """Serve the page where a person plays against an agent, or export the stored games."""
+    """Serve the play page, or export its stored games.
+
+    A web page where a person plays a game against an agent; every finished game is stored."""
 
     agent: str | None = opt(None, "-a")
     """The opponent: strategy:NAME, hf, hf:MODEL_OR_PATH, openai:MODEL or vllm[:MODEL]."""

@@ -218,7 +218,7 @@ class LlamaCppEngine:
         flash_attn: llama.cpp's fused attention (None: its choice, on for the CPU), which
             computes attention in f16 whatever ``kv_dtype``: on SmolLM2 in f32, log-probs
             within 0.06 of transformers' over the whole vocabulary; off with an f32 cache,
-            within 1e-4 at about half the speed (measured, README benchmarks).
+            within 1e-4 at about half the speed (measured: docs/benchmarks.md).
     """
 
     def __init__(

@@ -21,54 +21,37 @@ failure (or a recorded constrained fallback), never a payoff of 0; the tree is e
 first in batches instead of one message per ``apply_action``; messages are cached on disk.
 """
 
-from stratagem.solvers.dialogue.expansion import (
-    ExpansionStats,
-    UnsolvedScenarios,
-    check_solvable,
-    expand,
-    failed_scenarios,
-    stats,
-)
-from stratagem.solvers.dialogue.instructions import (
-    InstructionOracle,
-    fixed_policy,
-    instruction_meta_game,
-    instruction_payoffs,
-)
-from stratagem.solvers.dialogue.judge import (
-    JUDGE_SAMPLING,
-    GenerationFailure,
-    JudgeFailure,
-    Outcome,
-)
-from stratagem.solvers.dialogue.tree import (
-    DEFAULT_SAMPLING,
-    Branch,
-    DialogueNode,
-    DialogueTree,
-    Step,
-    judge_pending,
-)
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_SAMPLING",
-    "JUDGE_SAMPLING",
-    "Branch",
-    "DialogueNode",
-    "DialogueTree",
-    "ExpansionStats",
-    "GenerationFailure",
-    "InstructionOracle",
-    "JudgeFailure",
-    "Outcome",
-    "Step",
-    "UnsolvedScenarios",
-    "check_solvable",
-    "expand",
-    "failed_scenarios",
-    "fixed_policy",
-    "instruction_meta_game",
-    "instruction_payoffs",
-    "judge_pending",
-    "stats",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "ExpansionStats": "expansion",
+    "UnsolvedScenarios": "expansion",
+    "check_solvable": "expansion",
+    "expand": "expansion",
+    "failed_scenarios": "expansion",
+    "stats": "expansion",
+    "InstructionOracle": "instructions",
+    "fixed_policy": "instructions",
+    "instruction_meta_game": "instructions",
+    "instruction_payoffs": "instructions",
+    "JUDGE_SAMPLING": "judge",
+    "GenerationFailure": "judge",
+    "JudgeFailure": "judge",
+    "Outcome": "judge",
+    "DEFAULT_SAMPLING": "tree",
+    "Branch": "tree",
+    "DialogueNode": "tree",
+    "DialogueTree": "tree",
+    "Step": "tree",
+    "judge_pending": "tree",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: a submodule loads on first use of its names
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

@@ -61,10 +61,10 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
     score any division of its context would give it, self-play and partner seats alike. Under
     λ = 1 the best is the joint-best division's value, so 0.8 keeps deals at or near it and
     drops agreements the pair could have done much better on, such as one seat giving the other
-    everything (10 of a best up to 19; docs/results.md, Deal or No Deal), which the mean keeps
+    everything (10 of a best up to 19), which the mean keeps
     whenever failed games pull it down. Under every λ ≤ 0 the best is 10 (the seat keeps every
     item), so it keeps the greediest deals, and under -1 none of the zero-score seats. 0: the
-    mean alone (seed 002)."""
+    mean alone (the paper's rule)."""
     patience: int = 2
     """Stop once the selection score has not beaten its best for this many iterations (0: never
     stop early)."""
@@ -76,15 +76,14 @@ class SelfPlayArgs(TRLArgs, SamplingArgs, RunArgs, PolicyArgs):
     contexts none of the evaluation games is played on (nor their mirrors), so that the rows
     reported are not the games the best was chosen on: self-play games, or games against the
     fixed agent where the selection follows that score (--stop-on fixed, or auto under λ = -1).
-    0: choose on the evaluation games themselves, which on a few dozen games picks noise
-    (docs/results.md, Deal or No Deal)."""
+    0: choose on the evaluation games themselves, which on a few dozen games picks noise."""
     partner_games: int = 0
     """Games per iteration also played against a fixed agent (--partner) on training contexts,
     the policy alternating seats; the policy's seat of each whose objective score is above the
     mean of the policy's seats in those games joins the kept set (one mean over all of them:
     no per-context baseline, and under λ = -1 no zero-score rule). Demonstrations of dealing
     with a partner other than itself: self-play alone teaches the policy its own partner's
-    habits (docs/results.md, Deal or No Deal). 0: self-play games only (seed 002)."""
+    habits. 0: self-play games only (the paper's rule)."""
     partner: str | None = None
     """The rule-based agent of --partner-games (default: --opponent). Another agent than
     --opponent keeps the evaluation against --opponent one with a partner the policy never

@@ -3,7 +3,7 @@
 
 SEPO's exploit pool is a few fixed strategies, and the safety term can push only against what
 they exploit: once the policy beats them, their penalty is spent while a best responder still
-gains (docs/results.md, Kuhn). In Kuhn the best response to a policy is exact and cheap, so
+gains (docs/results/kuhn.md). In Kuhn the best response to a policy is exact and cheap, so
 before each step's rollouts the trained policy's action distribution at the 12 information sets
 is read as the exact-exploitability metric reads it (``metrics.kuhn.policy_of``: the answer-at-
 once distribution over legal actions, on the first hand's prompts) and the pure best response

@@ -33,10 +33,12 @@ from stratagem.training.args import (
 
 @dataclasses.dataclass(kw_only=True)
 class GenSFTArgs(LLMSettings):
-    """Write SFT datasets: one multi-turn chat per (episode, seat) (or, with --turns, one row per
-    assistant turn), 80/20 split by chat, JSONL + dataset card. Default: the SEPO datasets of
-    rule-based demonstrators (App. H sizes, counted in decisions); with --game, the dialogues of
-    --agents (bargaining: the rule-based bargainers write templated Thought/Code turns)."""
+    """Write SFT datasets of demonstrators' chats.
+
+    One multi-turn chat per (episode, seat) (or, with --turns, one row per assistant turn), 80/20
+    split by chat, JSONL + dataset card. Default: the SEPO datasets of rule-based demonstrators (the
+    SEPO paper's sizes, counted in decisions); with --game, the dialogues of --agents (bargaining:
+    the rule-based bargainers write templated Thought/Code turns)."""
 
     out: OutFolder = opt(Path("data/sft"), "-o")
     """Output folder."""
@@ -94,7 +96,7 @@ class SFTArgs(TRLArgs, RunArgs, PolicyArgs):
     save_steps: int = 50
     """Checkpoint every this many steps."""
     save_total_limit: int | None = None
-    """Keep only this many checkpoints; None: all."""
+    """Keep only this many checkpoints; unset: all."""
     seed: int = 42
     """Seeds the shuffling and the adapter initialisation."""
     merge: bool = False
