@@ -9,8 +9,8 @@ import pytest
 from stratagem.backends.cache import CachedBackend
 from stratagem.backends.scripted import ScriptedBackend
 from stratagem.games.dialogue import get_domain
-from stratagem.metrics.dialogue import judge_accuracy, steering_accuracy, steering_samples
 from stratagem.solvers.dialogue import DialogueTree, expand
+from stratagem.solvers.dialogue.metrics import judge_accuracy, steering_accuracy, steering_samples
 
 from .conftest import note
 

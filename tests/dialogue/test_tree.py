@@ -22,10 +22,10 @@ from stratagem.backends.base import Sampling
 from stratagem.backends.cache import CachedBackend, ResponseCache
 from stratagem.backends.scripted import ScriptedBackend
 from stratagem.games.dialogue import get_domain
-from stratagem.metrics.dialogue import cfr_gain, scenario_metrics, summarize
 from stratagem.solvers.best_response import nash_conv
 from stratagem.solvers.cfr import solve
 from stratagem.solvers.dialogue import DialogueTree, expand, fixed_policy
+from stratagem.solvers.dialogue.metrics import cfr_gain, scenario_metrics, summarize
 from stratagem.solvers.tree import flatten
 from stratagem.tree import CHANCE, TERMINAL, Node, walk
 

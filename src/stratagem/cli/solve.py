@@ -103,10 +103,10 @@ def solve_tree(cfg: SolveConfig, folder: Path) -> None:
 
 def solve_dialogue(cfg: SolveConfig, folder: Path) -> None:
     """Expands, solves and reports a dialogue game's trees (see the module docstring)."""
-    from stratagem.metrics.dialogue import summarize
     from stratagem.report import solve as report
     from stratagem.solvers.dialogue import DialogueTree, UnsolvedScenarios, expand, setup
     from stratagem.solvers.dialogue.expansion import unsolved_message
+    from stratagem.solvers.dialogue.metrics import summarize
 
     domain, scenarios, tree_args = setup.dialogue_setup(cfg, cfg.game, cfg.scenarios)
     backend = setup.cached_backend(cfg)

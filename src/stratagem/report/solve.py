@@ -87,7 +87,7 @@ def print_dialogue_tables(console: Console, cfg: Any, stats, results, summary, f
 def write_steering(console: Console, cfg: Any, domain, trees, backend, folder: Path) -> None:
     """Classifies up to ``cfg.steering`` messages per instruction; writes and prints
     ``steering.md`` / ``steering.json``."""
-    from stratagem.metrics.dialogue import steering_accuracy, steering_samples
+    from stratagem.solvers.dialogue.metrics import steering_accuracy, steering_samples
 
     report = steering_accuracy(domain, steering_samples(trees, cfg.steering), backend)
     rows = report.rows()
@@ -109,7 +109,7 @@ def write_steering(console: Console, cfg: Any, domain, trees, backend, folder: P
 def write_judge(console: Console, cfg: Any, domain, backend, folder: Path) -> None:
     """Judges ``cfg.judge`` templated dialogues per outcome type against their exact payoffs;
     writes and prints ``judge.md`` / ``judge.json`` (domains without exact payoffs: skipped)."""
-    from stratagem.metrics.dialogue import judge_accuracy
+    from stratagem.solvers.dialogue.metrics import judge_accuracy
 
     if not domain.structured:
         console.print(f"judge accuracy: {cfg.game} has no exact payoff to compare with; skipped")

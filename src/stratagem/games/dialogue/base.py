@@ -23,9 +23,9 @@ text, and a payoff needs the whole tree of continuations. No agent could play on
 
 Departures from seed 003: the payoff of meeting scheduling and fruit trading comes from
 structured last lines, not an LLM reward model (the paper's reward model is kept as the judge
-whose accuracy ``metrics.dialogue`` measures); scenarios come from seeded tables, not from an
-LLM asked for new names and endowments; the dialogue ends early when a deal is accepted or
-rejected instead of asking an LLM whether it has ended.
+whose accuracy ``solvers.dialogue.metrics`` measures); scenarios come from seeded tables, not
+from an LLM asked for new names and endowments; the dialogue ends early when a deal is accepted
+or rejected instead of asking an LLM whether it has ended.
 """
 
 from __future__ import annotations

@@ -152,9 +152,9 @@ def solve_trees(trees: list, algorithm: str, iterations: int, points: int) -> di
     is not a game to solve and is listed under ``failed`` (its reason under ``failures``).
     Returns ``results`` (per-scenario metrics), ``policies`` (readable, by scenario),
     ``curves``, ``failed``, ``failures`` and ``seconds``."""
-    from stratagem.metrics.dialogue import scenario_metrics
     from stratagem.solvers.cfr import solve
     from stratagem.solvers.dialogue.expansion import failed_scenarios
+    from stratagem.solvers.dialogue.metrics import scenario_metrics
 
     results, policies, curves = [], {}, {}
     failures = failed_scenarios(trees)
