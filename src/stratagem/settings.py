@@ -252,21 +252,26 @@ def choose(
         if kind_of(hints[key]) == "params":
             value = {**chosen.get(key, {}), **(parse_params(value) or {})}
         chosen[key] = value
-    out: dict[str, list[Any]] = {}
-    for key, value in chosen.items():
-        kind = kind_of(hints[key])
-        if kind == "list" and isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
-        if key in lists and isinstance(value, str):
-            values = [v.strip() for v in value.split(",") if v.strip()]
-        else:
-            values = [value]
-        choices = choices_of(hints[key])
-        for v in values:
-            if choices and v is not None and v not in choices:
-                raise UnknownNameError("--" + key.replace("_", "-"), str(v), choices)
-        out[key] = values
-    return out
+    return {
+        key: _setting_values(key, value, hints[key], key in lists) for key, value in chosen.items()
+    }
+
+
+def _setting_values(key: str, value: Any, annotation: Any, listed: bool) -> list[Any]:
+    """The values chosen for setting ``key`` (of type ``annotation``): a comma-separated string
+    split into a list setting's items, or into several values when ``listed``; raises
+    ``UnknownNameError`` on a value its ``Literal`` does not allow."""
+    if kind_of(annotation) == "list" and isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if listed and isinstance(value, str):
+        values = [v.strip() for v in value.split(",") if v.strip()]
+    else:
+        values = [value]
+    choices = choices_of(annotation)
+    for v in values:
+        if choices and v is not None and v not in choices:
+            raise UnknownNameError("--" + key.replace("_", "-"), str(v), choices)
+    return values
 
 
 def build(cls: type[C], values: Mapping[str, Any]) -> C:

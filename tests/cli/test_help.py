@@ -16,6 +16,7 @@ from stratagem.cli.main import COMMANDS, app, load_command
 from stratagem.cli.train import TRAINERS
 
 HEAVY = ("torch", "transformers", "pandas", "pyarrow", "matplotlib", "numpy", "scipy", "openai")
+MODEL_LIBRARIES = ("torch", "transformers", "peft", "trl", "pandas", "pyarrow", "matplotlib")
 COMMAND_LINES = [[], *([name] for name in COMMANDS), *(["train", t] for t in TRAINERS)]
 
 PROBE = """
@@ -90,3 +91,36 @@ def test_an_unknown_command_is_refused_without_loading_any():
     runner = CliRunner()
     result = runner.invoke(app, ["evaluate"])
     assert result.exit_code == 2 and "No such command" in result.output
+
+
+REFUSED = """
+import json, sys
+from stratagem.cli.main import main
+sys.argv = ["stratagem", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps([code, sorted(m for m in sys.modules if m.split(".")[0] in {heavy})]))
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["train", "sepo", "--steps", "-1"],
+        ["train", "sft", "--data", "no-such-folder"],
+        ["selfplay-eval", "no-such-run"],
+        ["eval", "--game", "no-such-game"],
+        ["tournament", "--game", "ipd", "--agents", "TitForTat,TitForTat"],
+    ],
+    ids=" ".join,
+)
+def test_a_bad_setting_is_refused_before_any_model_library_loads(args, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-c", REFUSED.format(heavy=set(MODEL_LIBRARIES)), *args],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    code, heavy = json.loads(result.stdout.splitlines()[-1])
+    assert code == 2 and heavy == [], result.stderr
+    assert result.stderr.startswith("error: ") and len(result.stderr.splitlines()) == 1

@@ -131,7 +131,7 @@ def test_an_embedded_model_eval_with_two_ray_workers_equals_the_local_run(tmp_pa
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
 
     def evaluate(out: Path, *extra: str) -> subprocess.CompletedProcess:
-        args = ["eval", "--game", "kuhn", "--agent", "hf", "--episodes", "2"]
+        args = ["eval", "--game", "kuhn", "--agent", "hf", "--episodes", "1"]
         args += ["--temperature", "1", "--max-new-tokens", "16", "--config", str(config)]
         return subprocess.run(
             [*CLI, *args, "--out", str(out), *extra],
@@ -146,6 +146,6 @@ def test_an_embedded_model_eval_with_two_ray_workers_equals_the_local_run(tmp_pa
     remote = evaluate(tmp_path / "ray", "--ray", "--workers", "2")
     assert remote.returncode == 0, remote.stderr
     mine, theirs = canonical(tmp_path / "local"), canonical(tmp_path / "ray")
-    assert len(mine) == 14 and same_up_to_probs(mine, theirs)
+    assert len(mine) == 7 and same_up_to_probs(mine, theirs)  # one episode per opponent
     texts = [d["text"] for x in mine for d in json.loads(x)["decisions"] if d["text"]]
     assert len(set(texts)) > 1  # really sampled

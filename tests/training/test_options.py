@@ -29,7 +29,7 @@ def test_every_field_has_a_docstring_and_an_option(cls):
     for name, param in options.items():
         assert param.default.param_decls[0].startswith("--" + name.replace("_", "-"))
         assert (
-            docs[name].replace("[", "(").replace("]", ")") in param.default.help
+            cli_options.plain(docs[name]).replace("[", "(").replace("]", ")") in param.default.help
             and "(default: " in param.default.help
         )
 

@@ -6,7 +6,7 @@ arrays per depth, for the vectorised CFR and best response (``solvers.cfr``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -112,102 +112,136 @@ class FlatTree:
         return 1.0 / counts[self.slot_infoset]
 
 
-def flatten(root: Node) -> FlatTree:
-    """Returns ``root`` walked once, breadth first, through the ``Node`` protocol as a
-    ``FlatTree``; raises ``ValueError`` when two nodes of one information set disagree on
-    player or actions."""
-    player: list[int] = []
-    parent: list[int] = []
-    edge_ref: list[tuple[int, int]] = []  # (infoset, action index) or (-1, chance edge id)
-    payoffs: list[tuple[float, float]] = []
-    kids: list[list[int]] = []
-    node_infoset: list[int] = []
-    chance_probs: list[float] = []
-    index: dict[str, int] = {}
-    keys: list[str] = []
-    inf_player: list[int] = []
-    inf_actions: list[tuple[str, ...]] = []
-    inf_depths: list[set[int]] = []
-    depth_start = [0]
+# a frontier entry: (node, parent, edge reference, position among the parent's children)
+_Entry = tuple[Node, int, tuple[int, int], int]
 
-    # frontier entries: (node, parent, edge reference, position among the parent's children)
-    frontier: list[tuple[Node, int, tuple[int, int], int]] = [(root, -1, (-2, 0), 0)]
+
+@dataclass
+class _Walk:
+    """What ``flatten``'s walk has gathered so far: one entry per node, in breadth-first
+    numbering, and one per information set, in order of first visit."""
+
+    player: list[int] = field(default_factory=list)
+    parent: list[int] = field(default_factory=list)
+    edge_ref: list[tuple[int, int]] = field(default_factory=list)  # (infoset, action) or (-1, id)
+    payoffs: list[tuple[float, float]] = field(default_factory=list)
+    kids: list[list[int]] = field(default_factory=list)
+    node_infoset: list[int] = field(default_factory=list)
+    chance_probs: list[float] = field(default_factory=list)
+    index: dict[str, int] = field(default_factory=dict)
+    keys: list[str] = field(default_factory=list)
+    inf_player: list[int] = field(default_factory=list)
+    inf_actions: list[tuple[str, ...]] = field(default_factory=list)
+    inf_depths: list[set[int]] = field(default_factory=list)
+    depth_start: list[int] = field(default_factory=lambda: [0])
+
+    def add(self, entry: _Entry, depth: int) -> list[_Entry]:
+        """Numbers the frontier ``entry``'s node (at ``depth``) and returns its children's
+        entries, in action order; raises ``ValueError`` like ``flatten``."""
+        node, up, ref, position = entry
+        n = len(self.player)
+        self.player.append(node.player)
+        self.parent.append(up)
+        self.edge_ref.append(ref)
+        self.kids.append([])
+        self.node_infoset.append(-1)
+        if up >= 0:
+            self.kids[up][position] = n
+        self.payoffs.append(node.returns() if node.player == TERMINAL else (0.0, 0.0))
+        if node.player == TERMINAL:
+            return []
+        actions = node.actions()
+        self.kids[n] = [-1] * len(actions)
+        if node.player == CHANCE:
+            refs = [(-1, len(self.chance_probs) + k) for k in range(len(actions))]
+            self.chance_probs.extend(node.chances())
+        else:
+            i = self.infoset(node, actions, depth)
+            self.node_infoset[n] = i
+            refs = [(i, k) for k in range(len(actions))]
+        return [
+            (node.child(a), n, r, k) for k, (a, r) in enumerate(zip(actions, refs, strict=True))
+        ]
+
+    def infoset(self, node: Node, actions: tuple[str, ...], depth: int) -> int:
+        """Returns the index of decision ``node``'s information set (registered on its first
+        visit) and records ``depth`` as one of its depths; raises ``ValueError`` when the
+        node disagrees with the set's earlier nodes on player or actions."""
+        key = node.infoset()
+        i = self.index.get(key)
+        if i is None:
+            i = self.index[key] = len(self.keys)
+            self.keys.append(key)
+            self.inf_player.append(node.player)
+            self.inf_actions.append(actions)
+            self.inf_depths.append(set())
+        elif self.inf_player[i] != node.player or self.inf_actions[i] != actions:
+            raise ValueError(f"information set {key!r}: nodes disagree on player/actions")
+        self.inf_depths[i].add(depth)
+        return i
+
+
+def _walk(root: Node) -> _Walk:
+    """Returns ``root``'s tree walked once, breadth first, each depth's internal nodes numbered
+    before its terminal ones; raises ``ValueError`` like ``flatten``."""
+    walk = _Walk()
+    frontier: list[_Entry] = [(root, -1, (-2, 0), 0)]
     depth = 0
     while frontier:
-        nxt: list[tuple[Node, int, tuple[int, int], int]] = []
+        nxt: list[_Entry] = []
         # internal nodes first, then terminals: a depth's internal nodes are one slice
         frontier.sort(key=lambda item: item[0].player == TERMINAL)
-        for node, up, ref, position in frontier:
-            n = len(player)
-            player.append(node.player)
-            parent.append(up)
-            edge_ref.append(ref)
-            kids.append([])
-            node_infoset.append(-1)
-            if up >= 0:
-                kids[up][position] = n
-            payoffs.append(node.returns() if node.player == TERMINAL else (0.0, 0.0))
-            if node.player == TERMINAL:
-                continue
-            actions = node.actions()
-            kids[n] = [-1] * len(actions)
-            if node.player == CHANCE:
-                refs = [(-1, len(chance_probs) + k) for k in range(len(actions))]
-                chance_probs.extend(node.chances())
-            else:
-                key = node.infoset()
-                i = index.get(key)
-                if i is None:
-                    i = index[key] = len(keys)
-                    keys.append(key)
-                    inf_player.append(node.player)
-                    inf_actions.append(actions)
-                    inf_depths.append(set())
-                elif inf_player[i] != node.player or inf_actions[i] != actions:
-                    raise ValueError(f"information set {key!r}: nodes disagree on player/actions")
-                inf_depths[i].add(depth)
-                node_infoset[n] = i
-                refs = [(i, k) for k in range(len(actions))]
-            nxt.extend(
-                (node.child(a), n, r, k) for k, (a, r) in enumerate(zip(actions, refs, strict=True))
-            )
-        depth_start.append(len(player))
+        for entry in frontier:
+            nxt.extend(walk.add(entry, depth))
+        walk.depth_start.append(len(walk.player))
         frontier = nxt
         depth += 1
+    return walk
 
-    internal, children = _padded_children(kids, depth_start)
-    visit, infoset_node = _visits(kids, node_infoset, len(keys))
-    slot_start = np.zeros(len(keys) + 1, dtype=np.int64)
-    slot_start[1:] = np.cumsum([len(a) for a in inf_actions])
+
+def _edges(edge_ref: list[tuple[int, int]], slot_start: np.ndarray, n_chance: int) -> np.ndarray:
+    """Returns each node's index into the policy-then-chance table: its slot, its chance edge
+    after the S slots, or the table's last entry (the 1) for the root."""
     n_slots = int(slot_start[-1])
-    n_chance = len(chance_probs)
-    edge = np.array(
+    return np.array(
         [
             slot_start[i] + k if i >= 0 else n_slots + (k if i == -1 else n_chance)
             for i, k in edge_ref
         ],
         dtype=np.int64,
     )
-    players = np.asarray(player, dtype=np.int64)
-    parents = np.asarray(parent, dtype=np.int64)
+
+
+def flatten(root: Node) -> FlatTree:
+    """Returns ``root`` walked once, breadth first, through the ``Node`` protocol as a
+    ``FlatTree``; raises ``ValueError`` when two nodes of one information set disagree on
+    player or actions."""
+    walk = _walk(root)
+    keys, inf_actions = walk.keys, walk.inf_actions
+    internal, children = _padded_children(walk.kids, walk.depth_start)
+    visit, infoset_node = _visits(walk.kids, walk.node_infoset, len(keys))
+    slot_start = np.zeros(len(keys) + 1, dtype=np.int64)
+    slot_start[1:] = np.cumsum([len(a) for a in inf_actions])
+    players = np.asarray(walk.player, dtype=np.int64)
+    parents = np.asarray(walk.parent, dtype=np.int64)
     return FlatTree(
-        depth_start=np.asarray(depth_start, dtype=np.int64),
+        depth_start=np.asarray(walk.depth_start, dtype=np.int64),
         player=players,
         parent=parents,
-        edge=edge,
+        edge=_edges(walk.edge_ref, slot_start, len(walk.chance_probs)),
         owner=np.where(parents >= 0, players[np.maximum(parents, 0)], TERMINAL),
-        payoffs=np.asarray(payoffs, dtype=np.float64).reshape(-1, 2),
+        payoffs=np.asarray(walk.payoffs, dtype=np.float64).reshape(-1, 2),
         internal=internal,
         children=children,
         visit=visit,
-        chance_probs=np.asarray(chance_probs, dtype=np.float64),
+        chance_probs=np.asarray(walk.chance_probs, dtype=np.float64),
         keys=tuple(keys),
-        infoset_player=np.asarray(inf_player, dtype=np.int64),
+        infoset_player=np.asarray(walk.inf_player, dtype=np.int64),
         infoset_actions=tuple(inf_actions),
         slot_start=slot_start,
         slot_infoset=np.repeat(np.arange(len(keys)), np.diff(slot_start)),
         infoset_node=infoset_node,
-        infoset_depth_aligned=all(len(d) == 1 for d in inf_depths),
+        infoset_depth_aligned=all(len(d) == 1 for d in walk.inf_depths),
     )
 
 

@@ -169,21 +169,12 @@ def train_grpo(args: GRPOArgs, task: GRPOTask, *, torch_seed: str, log: Log = pr
         torch_seed: the key the torch RNG of a fresh run derives from (LoRA dropout draws).
         log: receives one line per step, evaluation and resume.
     """
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    policy, tokenizer = load_policy(args)
-    if args.gradient_checkpointing:
-        enable_gradient_checkpointing(policy)
-    params = [p for p in policy.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=learning_rate(args))
+    policy, tokenizer, params, optimizer = _start_policy(args)
     runtime = {"steps": args.steps, "save_total_limit": args.save_total_limit}
     with Checkpoints(
         args.out, args.fingerprint(), keep=args.save_total_limit, runtime=runtime
     ) as ckpt:
-        state = ckpt.resume(policy, optimizer)  # restores the torch RNG too
-        if state is None:
-            state = TrainerState(below=args.adapter)
-            torch.manual_seed(derive(args.seed, torch_seed) % 2**63)  # LoRA dropout draws
+        state = _start_state(ckpt, policy, optimizer, args, torch_seed)
         reference = Reference(ckpt.extra.get("reference"))
         if state.step:
             log(f"resuming {args.out} from checkpoint-{state.step}")
@@ -203,19 +194,7 @@ def train_grpo(args: GRPOArgs, task: GRPOTask, *, torch_seed: str, log: Log = pr
         if state.step == 0 and task.evaluates and not state.evals:
             checkpoint()  # the starting policy, on the footing of every later checkpoint
         for step in range(state.step, args.steps):
-            start = time.perf_counter()
-            rolled_out = task.rollouts(step)
-            release_memory()  # what the rollouts freed, before the update allocates
-            sequences = sequences_of(rolled_out.samples, args.packing)
-            rolled = time.perf_counter()
-            rate = apply_schedule(optimizer, args, step)
-            epochs = update(policy, optimizer, params, sequences, args, reference=reference)
-            seconds = (rolled - start, time.perf_counter() - start)
-            entry = step_entry(step + 1, rolled_out, sequences, seconds, epochs)
-            entry["lr"] = rate
-            if reference.due(step + 1, epochs[-1]["kl"], args):
-                reference.refresh(policy)
-                entry["reference_refreshed"] = True
+            entry = _train_step(step, task, policy, optimizer, params, args, reference)
             state.log.append(entry)
             log(json.dumps(entry))
             if not entry["signal_tokens"]:
@@ -225,3 +204,62 @@ def train_grpo(args: GRPOArgs, task: GRPOTask, *, torch_seed: str, log: Log = pr
                 checkpoint()
         ckpt.run.finish("complete", steps=state.step)
     return args.out
+
+
+def _start_policy(
+    args: GRPOArgs,
+) -> tuple[Any, Any, list[torch.nn.Parameter], torch.optim.Optimizer]:
+    """Loads the policy (on ``args.threads`` CPU threads, gradient checkpointing as asked)
+    and returns it with its tokenizer, its trainable parameters and their AdamW optimiser."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    policy, tokenizer = load_policy(args)
+    if args.gradient_checkpointing:
+        enable_gradient_checkpointing(policy)
+    params = [p for p in policy.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=learning_rate(args))
+    return policy, tokenizer, params, optimizer
+
+
+def _start_state(
+    ckpt: Checkpoints,
+    policy: Any,
+    optimizer: torch.optim.Optimizer,
+    args: GRPOArgs,
+    torch_seed: str,
+) -> TrainerState:
+    """The state of the run's newest complete checkpoint, restored into ``policy`` and
+    ``optimizer`` (the torch RNG too); else a fresh state, the torch RNG seeded from
+    ``torch_seed``."""
+    state = ckpt.resume(policy, optimizer)  # restores the torch RNG too
+    if state is None:
+        state = TrainerState(below=args.adapter)
+        torch.manual_seed(derive(args.seed, torch_seed) % 2**63)  # LoRA dropout draws
+    return state
+
+
+def _train_step(
+    step: int,
+    task: GRPOTask,
+    policy: Any,
+    optimizer: torch.optim.Optimizer,
+    params: list[torch.nn.Parameter],
+    args: GRPOArgs,
+    reference: Reference,
+) -> dict[str, Any]:
+    """Step ``step`` (0-based): its rollouts, ``epochs`` updates on them, and a refresh of the
+    ``reference`` when due; returns the step's log entry."""
+    start = time.perf_counter()
+    rolled_out = task.rollouts(step)
+    release_memory()  # what the rollouts freed, before the update allocates
+    sequences = sequences_of(rolled_out.samples, args.packing)
+    rolled = time.perf_counter()
+    rate = apply_schedule(optimizer, args, step)
+    epochs = update(policy, optimizer, params, sequences, args, reference=reference)
+    seconds = (rolled - start, time.perf_counter() - start)
+    entry = step_entry(step + 1, rolled_out, sequences, seconds, epochs)
+    entry["lr"] = rate
+    if reference.due(step + 1, epochs[-1]["kl"], args):
+        reference.refresh(policy)
+        entry["reference_refreshed"] = True
+    return entry

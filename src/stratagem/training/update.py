@@ -28,7 +28,7 @@ import torch
 
 from stratagem.training.args import GRPOArgs, SamplingArgs, UpdateArgs
 from stratagem.training.logprobs import sequence_logprobs
-from stratagem.training.losses import policy_loss
+from stratagem.training.losses import LossParts, policy_loss
 from stratagem.training.packing import TrainSequence
 
 LogProbs = Callable[..., torch.Tensor]  # (model, ids, positions, *, temperature) -> (positions,)
@@ -141,17 +141,8 @@ def accumulate_gradients(
         The summed loss and KL, clipped and trained tokens, max |ρ − 1|, and on the first epoch
         the max |log π − rollout-time log π| (``rollout_logprob_max_dev``).
     """
-    # the counts (clipped, tokens) stay ints in the logged JSON
-    stats: dict[str, float] = {
-        "loss": 0.0,
-        "kl": 0.0,
-        "clipped": 0,
-        "ratio_max_dev": 0.0,
-        "tokens": 0,
-    }
     first = not olds
-    if first:
-        stats["rollout_logprob_max_dev"] = 0.0
+    stats = _empty_stats(first)
     recorded: list[torch.Tensor] = [] if olds is None else olds
     for i, (s, ref) in enumerate(zip(sequences, refs, strict=True)):
         new = logprobs(policy, s.ids, s.positions, temperature=args.temperature)
@@ -174,12 +165,34 @@ def accumulate_gradients(
             beta=beta(args),
         )
         parts.loss.backward()
-        stats["loss"] += float(parts.loss.detach())
-        stats["kl"] += parts.kl
-        stats["clipped"] += parts.clipped
-        stats["ratio_max_dev"] = max(stats["ratio_max_dev"], parts.ratio_max_dev)
-        stats["tokens"] += parts.tokens
+        _add_parts(stats, parts)
     return stats
+
+
+def _empty_stats(first: bool) -> dict[str, float]:
+    """The statistics of ``accumulate_gradients`` before its first sequence, with
+    ``rollout_logprob_max_dev`` on the ``first`` epoch only."""
+    # the counts (clipped, tokens) stay ints in the logged JSON
+    stats: dict[str, float] = {
+        "loss": 0.0,
+        "kl": 0.0,
+        "clipped": 0,
+        "ratio_max_dev": 0.0,
+        "tokens": 0,
+    }
+    if first:
+        stats["rollout_logprob_max_dev"] = 0.0
+    return stats
+
+
+def _add_parts(stats: dict[str, float], parts: LossParts) -> None:
+    """Adds one sequence's loss terms to ``stats``: sums of the loss, KL and counts, the
+    running max of |ρ − 1|."""
+    stats["loss"] += float(parts.loss.detach())
+    stats["kl"] += parts.kl
+    stats["clipped"] += parts.clipped
+    stats["ratio_max_dev"] = max(stats["ratio_max_dev"], parts.ratio_max_dev)
+    stats["tokens"] += parts.tokens
 
 
 def update(

@@ -99,22 +99,37 @@ def export_records(
     first = finished[0]
     out = check_out_path(folder)
     manifest = out / MANIFEST
-    if out.exists() and any(out.iterdir()):
-        try:
-            earlier = json.loads(manifest.read_text(encoding="utf-8"))["fingerprint"]
-            source, earlier_id = earlier["source"], earlier.get("config_id", first.config_id)
-        except (OSError, ValueError, KeyError, TypeError):
-            source = earlier_id = None
-        if source != "serve":
-            raise ConfigError(f"{out} is not empty; export into a new folder")
-        if earlier_id != first.config_id:
-            raise ConfigError(
-                f"{out} holds the export of configuration {earlier_id}, not {first.config_id}; "
-                "export into a new folder"
-            )
+    _check_folder(out, manifest, first.config_id)
     out.mkdir(parents=True, exist_ok=True)
-    agent_config = dict(first.configuration.get("agent") or {"spec": first.agent_spec})
-    fingerprint = {
+    _write(out / TRACES, [r.trace.to_json() for r in finished])
+    _write(out / GAMES, [dumps(_game_line(r)) for r in records])
+    manifest.write_text(_manifest_text(records, finished, game, database), encoding="utf-8")
+    return len(finished)
+
+
+def _check_folder(out: Path, manifest: Path, config_id: str) -> None:
+    """Raises ``ConfigError`` unless ``out`` is empty, missing, or an earlier export (by
+    ``serve``) of configuration ``config_id``."""
+    if not (out.exists() and any(out.iterdir())):
+        return
+    try:
+        earlier = json.loads(manifest.read_text(encoding="utf-8"))["fingerprint"]
+        source, earlier_id = earlier["source"], earlier.get("config_id", config_id)
+    except (OSError, ValueError, KeyError, TypeError):
+        source = earlier_id = None
+    if source != "serve":
+        raise ConfigError(f"{out} is not empty; export into a new folder")
+    if earlier_id != config_id:
+        raise ConfigError(
+            f"{out} holds the export of configuration {earlier_id}, not {config_id}; "
+            "export into a new folder"
+        )
+
+
+def _fingerprint(first: GameRecord, game: str) -> dict[str, Any]:
+    """The ``run.json`` fingerprint of an export whose first finished game is ``first``: an
+    ``eval`` job by ``serve``, with the configuration its games were played with."""
+    return {
         "job": "eval",
         "source": "serve",
         "game": game,
@@ -123,30 +138,31 @@ def export_records(
         "agent": first.agent_name,
         "agent_spec": first.agent_spec,
         "config_id": first.config_id,
-        "configuration": agent_config,
+        "configuration": dict(first.configuration.get("agent") or {"spec": first.agent_spec}),
         "normalise": False,
     }
-    _write(out / TRACES, [r.trace.to_json() for r in finished])
-    _write(out / GAMES, [dumps(_game_line(r)) for r in records])
+
+
+def _manifest_text(
+    records: Sequence[GameRecord],
+    finished: Sequence[GameRecord],
+    game: str,
+    database: str | Path,
+) -> str:
+    """The ``run.json`` text of an export of ``records``, of which ``finished`` (not empty) are
+    finished, stamped with the time now."""
+    first = finished[0]
     counts = {s: sum(r.status == s for r in records) for s in ("finished", "abandoned", "live")}
-    manifest.write_text(
-        json.dumps(
-            {
-                "fingerprint": fingerprint,
-                "status": "complete",
-                "episodes": len(finished),
-                "games": counts,
-                "server": dict(first.configuration.get("server") or {}),
-                "exported": _now(),
-                "database": str(database),
-            },
-            indent=2,
-            sort_keys=True,
-        )
-        + "\n",
-        encoding="utf-8",
-    )
-    return len(finished)
+    manifest = {
+        "fingerprint": _fingerprint(first, game),
+        "status": "complete",
+        "episodes": len(finished),
+        "games": counts,
+        "server": dict(first.configuration.get("server") or {}),
+        "exported": _now(),
+        "database": str(database),
+    }
+    return json.dumps(manifest, indent=2, sort_keys=True) + "\n"
 
 
 def _write(path: Path, lines: list[str]) -> None:

@@ -22,7 +22,7 @@ from stratagem.backends.base import Chat, FinishReason, Generation, Sampling, St
 from stratagem.backends.cache import weights_fingerprint
 from stratagem.backends.chains import Chains
 from stratagem.backends.embedded import EMBEDDED, EMBEDDED_NAME, embedded_dir
-from stratagem.backends.hf.prompts import PromptEncoder, cache_name
+from stratagem.backends.hf.prompts import Encoded, PromptEncoder, cache_name
 from stratagem.backends.hf.sampling import DoneStop, RowSampler, strip_padding
 from stratagem.backends.prefix_cache import Layers, PrefixStore
 from stratagem.backends.trie import Trie
@@ -188,7 +188,7 @@ class HFBackend(PromptEncoder):
     ) -> list[Generation]:
         """One batched ``model.generate`` over ``chats``; their generations, in order."""
         import torch
-        from transformers import LogitsProcessorList, StoppingCriteriaList
+        from transformers import StoppingCriteriaList
 
         start = time.perf_counter()
         enc = self._encode(chats)
@@ -199,16 +199,7 @@ class HFBackend(PromptEncoder):
         # our own per-row sampler picks each token; generate then decodes "greedily" the one
         # token the sampler left (transformers' own sampling shares one RNG across the batch)
         sampler = None if sampling.greedy else RowSampler(seeds, sampling, self.device)
-        processors = LogitsProcessorList([sampler] if sampler is not None else [])
-        kwargs: dict[str, Any] = {
-            "do_sample": False,
-            "temperature": None,
-            "top_p": None,
-            "top_k": None,
-            "logits_processor": processors,
-        }
-        if self.return_ids:  # a trainer's rollouts sample exactly π_θ at the temperature
-            kwargs["repetition_penalty"] = None
+        kwargs = self._decoding_kwargs(sampler)
         with torch.inference_mode():
             if enc.cache is not None:
                 kwargs[cache_name()] = enc.cache
@@ -226,36 +217,67 @@ class HFBackend(PromptEncoder):
         seconds = (time.perf_counter() - start) / len(chats)
         new = output[:, width:]
         logprobs = sampler.chosen_logprobs() if sampler is not None else None  # (B, steps)
-        gens: list[Generation] = []
-        for i, (row, n_prompt, n_prefill, prompt_ids) in enumerate(
-            zip(new, enc.prompt_tokens, enc.prefill_tokens, enc.rows, strict=True)
-        ):
-            ids = strip_padding(row.tolist(), self.tokenizer)
-            text = self.tokenizer.decode(ids, skip_special_tokens=True)
-            hit_limit = len(ids) >= sampling.max_new_tokens
-            finish: FinishReason = "length" if hit_limit else "stop"
-            check = checks[len(gens)] if checks is not None else None
-            if check is not None and check(text):
-                finish = "action"
-            info: dict[str, Any] = {}
-            if self.return_ids:
-                info = {"prompt_ids": prompt_ids, "token_ids": ids}
-                if logprobs is not None:
-                    info["token_logprobs"] = logprobs[i, : len(ids)].tolist()
-                if self._chains is not None:
-                    self._chains.add(enc.prompts[i], text, prompt_ids + ids)
-            gens.append(
-                Generation(
-                    text=text,
-                    tokens=len(ids),
-                    prompt_tokens=n_prompt,
-                    prefill_tokens=n_prefill,
-                    finish_reason=finish,
-                    seconds=seconds,
-                    info=info,
-                )
+        return [
+            self._generation(
+                enc, i, row, sampling, checks[i] if checks is not None else None, logprobs, seconds
             )
-        return gens
+            for i, row in enumerate(new)
+        ]
+
+    def _decoding_kwargs(self, sampler: RowSampler | None) -> dict[str, Any]:
+        """The ``model.generate`` arguments that hand every token choice to ``sampler`` (none:
+        greedy) and switch transformers' own sampling and logits processing off."""
+        from transformers import LogitsProcessorList
+
+        processors = LogitsProcessorList([sampler] if sampler is not None else [])
+        kwargs: dict[str, Any] = {
+            "do_sample": False,
+            "temperature": None,
+            "top_p": None,
+            "top_k": None,
+            "logits_processor": processors,
+        }
+        if self.return_ids:  # a trainer's rollouts sample exactly π_θ at the temperature
+            kwargs["repetition_penalty"] = None
+        return kwargs
+
+    def _generation(
+        self,
+        enc: Encoded,
+        i: int,
+        row: Any,
+        sampling: Sampling,
+        check: StopCheck | None,
+        logprobs: Any,
+        seconds: float,
+    ) -> Generation:
+        """Row ``i`` of a chunk as a ``Generation``: ``row`` its new tokens (padding stripped),
+        ``check`` its stop rule, ``logprobs`` the sampler's (B, steps) log-probabilities (None
+        when greedy). For a trainer (``return_ids``) it carries the token ids and log-probs,
+        and the chat's chain grows by the answer."""
+        ids = strip_padding(row.tolist(), self.tokenizer)
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        hit_limit = len(ids) >= sampling.max_new_tokens
+        finish: FinishReason = "length" if hit_limit else "stop"
+        if check is not None and check(text):
+            finish = "action"
+        prompt_ids = enc.rows[i]
+        info: dict[str, Any] = {}
+        if self.return_ids:
+            info = {"prompt_ids": prompt_ids, "token_ids": ids}
+            if logprobs is not None:
+                info["token_logprobs"] = logprobs[i, : len(ids)].tolist()
+            if self._chains is not None:
+                self._chains.add(enc.prompts[i], text, prompt_ids + ids)
+        return Generation(
+            text=text,
+            tokens=len(ids),
+            prompt_tokens=enc.prompt_tokens[i],
+            prefill_tokens=enc.prefill_tokens[i],
+            finish_reason=finish,
+            seconds=seconds,
+            info=info,
+        )
 
     def next_token_logprobs(self, chats: Sequence[Chat]) -> Any:
         """Log-probabilities of the first answer token for each chat, batched: (B, V)."""

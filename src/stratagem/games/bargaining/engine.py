@@ -207,18 +207,7 @@ class BargainingState:
             return None
         if self.standing[1 - seat] is None:
             return f"there is no open offer from the {other} to respond to"
-        at = names.index("respond_to_offer")
-        if turn.calls[at].arg("response"):
-            if "make_offer" in names:
-                return (
-                    "accept or make an offer, not both: accepting closes the deal at the "
-                    f"{other}'s price"
-                )
-            if any(name != "wait_for_response" for name in names[at + 1 :]):
-                return "accepting closes the deal: respond_to_offer(response=True) comes last"
-        elif "make_offer" in names[:at]:
-            return "reject the open offer before you counter: respond_to_offer first"
-        return None
+        return _response_error(turn, names, other)
 
     def _fallback(self, seat: Seat) -> Turn:
         if self.listing_turn(seat):
@@ -357,6 +346,23 @@ def _bad_value(turn: Turn) -> str | None:
             validate_call(call.name, dict(call.args))
         except ParseError as exc:
             return str(exc)
+    return None
+
+
+def _response_error(turn: Turn, names: list[str], other: str) -> str | None:
+    """Returns why the one ``respond_to_offer`` of ``turn`` (its call ``names``) is out of
+    place among its calls, or None; ``other`` names the role whose open offer it answers."""
+    at = names.index("respond_to_offer")
+    if turn.calls[at].arg("response"):
+        if "make_offer" in names:
+            return (
+                "accept or make an offer, not both: accepting closes the deal at the "
+                f"{other}'s price"
+            )
+        if any(name != "wait_for_response" for name in names[at + 1 :]):
+            return "accepting closes the deal: respond_to_offer(response=True) comes last"
+    elif "make_offer" in names[:at]:
+        return "reject the open offer before you counter: respond_to_offer first"
     return None
 
 

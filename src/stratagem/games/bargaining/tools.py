@@ -211,21 +211,11 @@ def validate_call(name: str, values: dict[str, Any]) -> Call:
 
 
 def _check(kind: str, value: Any, tool: str, param: str) -> Any:
+    """Returns ``value`` checked as ``tool``'s argument ``param`` of ``kind`` and normalised
+    (numbers as floats, text cleaned), or raises ``ParseError`` naming them."""
     where = f"{tool}: {param}"
     if kind in ("price", "duration"):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ParseError(f"{where} must be a number, not {type(value).__name__}")
-        # ints compare exactly: math.isfinite or float() of a 309+ digit int raises OverflowError
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ParseError(f"{where} must be finite")
-        if value <= 0:
-            raise ParseError(f"{where} must be positive")
-        if kind == "price" and value < MIN_PRICE:
-            raise ParseError(f"{where} must be at least {MIN_PRICE:g}")
-        cap = MAX_PRICE if kind == "price" else MAX_WAIT
-        if value > cap:
-            raise ParseError(f"{where} must be at most {cap:g}")
-        return float(value)
+        return _check_number(kind, value, where)
     if kind == "bool":
         if not isinstance(value, bool):
             raise ParseError(f"{where} must be True or False")
@@ -238,6 +228,24 @@ def _check(kind: str, value: Any, tool: str, param: str) -> Any:
     if len(value) > limit:
         raise ParseError(f"{where} is longer than {limit} characters")
     return clean_text(value)
+
+
+def _check_number(kind: str, value: Any, where: str) -> float:
+    """Returns the ``price`` or ``duration`` ``value`` as a float when it is a finite positive
+    number within its kind's bounds, else raises ``ParseError`` prefixed by ``where``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ParseError(f"{where} must be a number, not {type(value).__name__}")
+    # ints compare exactly: math.isfinite or float() of a 309+ digit int raises OverflowError
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ParseError(f"{where} must be finite")
+    if value <= 0:
+        raise ParseError(f"{where} must be positive")
+    if kind == "price" and value < MIN_PRICE:
+        raise ParseError(f"{where} must be at least {MIN_PRICE:g}")
+    cap = MAX_PRICE if kind == "price" else MAX_WAIT
+    if value > cap:
+        raise ParseError(f"{where} must be at most {cap:g}")
+    return float(value)
 
 
 def clean_text(text: str) -> str:

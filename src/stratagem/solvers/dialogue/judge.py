@@ -68,12 +68,7 @@ def judge_dialogues(
     that fall back (see the module docstring)."""
     if not dialogues:
         return []
-    chats: list[Chat] = []
-    owners: list[int] = []
-    for n, dialogue in enumerate(dialogues):
-        for chat in dialogue.domain.judge_chats(dialogue.scenario, dialogue.messages):
-            chats.append(chat)
-            owners.append(n)
+    chats, owners = _judge_chats(dialogues)
     seeds = [derive(0, "judge", i) for i in range(len(chats))]
     gens = backend.generate(chats, sampling, seeds=seeds)
     answers: list[list[str]] = [[] for _ in dialogues]
@@ -85,21 +80,41 @@ def judge_dialogues(
     outcomes: dict[int, Outcome] = {}
     retry: list[int] = []
     for n, (dialogue, texts) in enumerate(zip(dialogues, answers, strict=True)):
-        if n in errors:
-            outcomes[n] = Outcome(None, "error", "\n---\n".join(texts), errors[n])
-            continue
-        verdict = dialogue.domain.parse_judgement(dialogue.scenario, texts)
-        text = "\n---\n".join(texts)
-        if verdict.value is not None:
-            values = (float(verdict.value[0]), float(verdict.value[1]))
-            outcomes[n] = Outcome(values, "judge", text)
-        elif dialogue.fallback and dialogue.domain.judge_choices(dialogue.scenario):
+        outcome = _verdict(dialogue, texts, errors.get(n))
+        if outcome is None:
             retry.append(n)
         else:
-            outcomes[n] = Outcome(None, "failed", text)
+            outcomes[n] = outcome
     if retry:
         outcomes |= _fall_back(backend, [(n, dialogues[n], answers[n]) for n in retry])
     return [outcomes[n] for n in range(len(dialogues))]
+
+
+def _judge_chats(dialogues: Sequence[Dialogue]) -> tuple[list[Chat], list[int]]:
+    """Every dialogue's judge chats, one after the other, and the dialogue each belongs to."""
+    chats: list[Chat] = []
+    owners: list[int] = []
+    for n, dialogue in enumerate(dialogues):
+        for chat in dialogue.domain.judge_chats(dialogue.scenario, dialogue.messages):
+            chats.append(chat)
+            owners.append(n)
+    return chats, owners
+
+
+def _verdict(dialogue: Dialogue, texts: list[str], error: str | None) -> Outcome | None:
+    """The outcome of ``dialogue`` from its judge answers ``texts`` (``error``: why a judge
+    generation of it failed); None when an answer did not parse and it falls back to the
+    constrained choice."""
+    if error is not None:
+        return Outcome(None, "error", "\n---\n".join(texts), error)
+    verdict = dialogue.domain.parse_judgement(dialogue.scenario, texts)
+    text = "\n---\n".join(texts)
+    if verdict.value is not None:
+        values = (float(verdict.value[0]), float(verdict.value[1]))
+        return Outcome(values, "judge", text)
+    if dialogue.fallback and dialogue.domain.judge_choices(dialogue.scenario):
+        return None
+    return Outcome(None, "failed", text)
 
 
 def _fall_back(

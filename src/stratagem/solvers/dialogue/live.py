@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from stratagem.backends.base import Sampling
+from stratagem.backends.base import Chat, Generation, Sampling
 from stratagem.backends.cache import CachedBackend, failed, failure_text
 from stratagem.games.dialogue.base import ANY, Domain, Scenario, digest
 from stratagem.seeding import derive
@@ -208,44 +208,96 @@ def play(
         todo = [d for d in dialogues if d.outcome is None and not d.pending]
         if not todo:
             break
-        dists: dict[int, dict[str, float]] = {}
-        groups: dict[int, list[LiveDialogue]] = {}  # by the writer's policy: one batch each
-        for d in todo:
-            groups.setdefault(id(d.seats[seat]), []).append(d)
-        for members in groups.values():
-            states = [
-                LiveState(domain, d.scenario, tuple(d.messages), seat, d.own(seat)) for d in members
-            ]
-            for d, dist in zip(members, members[0].seats[seat].distributions(states), strict=True):
-                dists[id(d)] = dist
-        chats, row_seeds = [], []
-        for d in todo:
-            key = (d.scenario.id, d.game, depth)
-            u = random.Random(derive(seed, "instruction", *key)).random()
-            j = random.Random(derive(seed, "chance", *key)).randrange(seeds)
-            d.instructions.append(draw(dists[id(d)], u))
-            d.seeds.append(j)
-            chats.append(domain.chat(d.scenario, d.messages, seat, d.instructions[-1]))
-            row_seeds.append(values[j])
+        dists = _distributions(domain, todo, seat)
+        chats, row_seeds = _draw_turns(domain, todo, dists, seat, depth, seed, seeds, values)
         gens = backend.generate(
             chats, sampling, seeds=row_seeds, stop=[rule] * len(chats), stop_key=stop_key
         )
-        for d, gen in zip(todo, gens, strict=True):
-            if failed(gen):
-                d.outcome = Outcome(None, "error", error=f"generation failed: {failure_text(gen)}")
-                continue
-            d.messages.append(domain.clean(gen.text, d.scenario, seat))
-            if depth + 1 == replies or domain.ended(d.scenario, d.messages):
-                pay = domain.payoff(d.scenario, d.messages)
-                if pay is None:
-                    d.pending = True
-                else:
-                    d.outcome = Outcome((float(pay[0]), float(pay[1])), "exact")
+        _take_messages(domain, todo, gens, seat, last=depth + 1 == replies)
+    _judge_pending(domain, dialogues, backend, judge_sampling, judge_fallback)
+
+
+def _distributions(
+    domain: Domain, todo: Sequence[LiveDialogue], seat: int
+) -> dict[int, dict[str, float]]:
+    """The distribution of ``seat``'s policy at each dialogue of ``todo`` (keyed by ``id``):
+    one ``distributions`` batch per policy."""
+    dists: dict[int, dict[str, float]] = {}
+    groups: dict[int, list[LiveDialogue]] = {}  # by the writer's policy: one batch each
+    for d in todo:
+        groups.setdefault(id(d.seats[seat]), []).append(d)
+    for members in groups.values():
+        states = [
+            LiveState(domain, d.scenario, tuple(d.messages), seat, d.own(seat)) for d in members
+        ]
+        for d, dist in zip(members, members[0].seats[seat].distributions(states), strict=True):
+            dists[id(d)] = dist
+    return dists
+
+
+def _draw_turns(
+    domain: Domain,
+    todo: Sequence[LiveDialogue],
+    dists: Mapping[int, Mapping[str, float]],
+    seat: int,
+    depth: int,
+    seed: int,
+    seeds: int,
+    values: Sequence[int],
+) -> tuple[list[Chat], list[int]]:
+    """Draws each dialogue's instruction and index among the ``seeds`` LLM seeds for its turn
+    at ``depth`` (appended to it); returns the writer's chats and the seed (of ``values``) each
+    is sampled with."""
+    chats: list[Chat] = []
+    row_seeds: list[int] = []
+    for d in todo:
+        key = (d.scenario.id, d.game, depth)
+        u = random.Random(derive(seed, "instruction", *key)).random()
+        j = random.Random(derive(seed, "chance", *key)).randrange(seeds)
+        d.instructions.append(draw(dists[id(d)], u))
+        d.seeds.append(j)
+        chats.append(domain.chat(d.scenario, d.messages, seat, d.instructions[-1]))
+        row_seeds.append(values[j])
+    return chats, row_seeds
+
+
+def _take_messages(
+    domain: Domain,
+    todo: Sequence[LiveDialogue],
+    gens: Sequence[Generation],
+    seat: int,
+    *,
+    last: bool,
+) -> None:
+    """Appends each generated message to its dialogue; a failed generation ends it with an
+    ``error`` outcome, and a dialogue that ended (or whose ``last`` reply this was) is scored
+    exactly or left ``pending`` for the judge."""
+    for d, gen in zip(todo, gens, strict=True):
+        if failed(gen):
+            d.outcome = Outcome(None, "error", error=f"generation failed: {failure_text(gen)}")
+            continue
+        d.messages.append(domain.clean(gen.text, d.scenario, seat))
+        if last or domain.ended(d.scenario, d.messages):
+            pay = domain.payoff(d.scenario, d.messages)
+            if pay is None:
+                d.pending = True
+            else:
+                d.outcome = Outcome((float(pay[0]), float(pay[1])), "exact")
+
+
+def _judge_pending(
+    domain: Domain,
+    dialogues: Sequence[LiveDialogue],
+    backend: CachedBackend,
+    sampling: Sampling,
+    fallback: bool,
+) -> None:
+    """Judges every ``pending`` dialogue in one call and records its outcome."""
     waiting = [d for d in dialogues if d.pending]
     judged = judge_dialogues(
         backend,
-        judge_sampling,
-        [Dialogue(domain, d.scenario, tuple(d.messages), judge_fallback) for d in waiting],
+        sampling,
+        [Dialogue(domain, d.scenario, tuple(d.messages), fallback) for d in waiting],
     )
     for d, outcome in zip(waiting, judged, strict=True):
         d.outcome, d.pending = outcome, False

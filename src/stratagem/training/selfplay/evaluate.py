@@ -49,6 +49,7 @@ from stratagem.trace import Trace, read_traces, write_traces
 from stratagem.training.selfplay.args import SelfPlayArgs, dond_game
 
 if TYPE_CHECKING:
+    from stratagem.agent import Agent
     from stratagem.games.dond import ContextSplit
     from stratagem.play import EpisodeSpec
 
@@ -187,30 +188,24 @@ def evaluate_checkpoints(
         ConfigError: bad games, checkpoints or phases, or a run that cannot be replayed.
         UnknownNameError: ``opponent`` is not a DoND strategy.
     """
-    from peft import set_peft_model_state_dict
-    from safetensors.torch import load_file
-
     from stratagem.games.dond import split_contexts
-    from stratagem.training.memory import release_memory
-    from stratagem.training.policy import load_policy
     from stratagem.training.rollouts import opponent as opponent_agent
-    from stratagem.training.selfplay.data import play_groups
-    from stratagem.training.selfplay.trainer import game_specs, selfplay_agent
 
-    if games < 1:
-        raise ConfigError("--games: play at least one game per phase")
-    if not checkpoints:
-        raise ConfigError("--checkpoints: name at least one checkpoint")
-    if unknown := [p for p in phases if p not in PHASES]:
-        raise ConfigError(f"--phases: {', '.join(unknown)}; choose from {', '.join(PHASES)}")
-    phases = list(dict.fromkeys(phases))  # a phase named twice is played once
+    phases = _checked_request(checkpoints, games, phases)
     run = Path(run)
     args = run_settings(run, games)
     fixed = opponent_agent("dond", opponent or args.opponent)  # an unknown name: before loading
-    names = {"selfplay": "selfplay", "fixed": "fixed"}
-    if opponent not in (None, args.opponent):
-        names["fixed"] = f"fixed-{fixed.name}"
+    names = _phase_names(fixed.name if opponent not in (None, args.opponent) else None)
     folders = {k: checkpoint_folder(run, k) for k in checkpoints}
+    # the model libraries load only once the request and the run folder are known to be good
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    from stratagem.training.memory import release_memory
+    from stratagem.training.policy import load_policy
+    from stratagem.training.selfplay.data import play_groups
+    from stratagem.training.selfplay.trainer import selfplay_agent
+
     key = json.loads((run / "run.json").read_text(encoding="utf-8"))["key"]
     out = run / f"evaluation-{games}"
     game = dond_game(args)
@@ -227,10 +222,7 @@ def evaluate_checkpoints(
             path = out / names[phase] / f"iteration-{k}.jsonl"
             copied = seed_from_run(run, k, phase, path) if names[phase] == phase else 0
             log(f"checkpoint {k}: {games} {names[phase]} games ({copied} of them the run's own)")
-            specs = game_specs(phase, agent, fixed, args, k, split)  # type: ignore[arg-type]
-            if args.select_games:
-                specs = off_selection(specs, split, args, own)
-            groups.append(specs)
+            groups.append(_phase_specs(phase, agent, fixed, args, k, split, own))
             paths.append(path)
         # the phases share the batch, as in the trainer's own evaluation
         for phase, traces in zip(
@@ -239,6 +231,57 @@ def evaluate_checkpoints(
             played[k, phase] = traces
         del agent  # and with it the backend's prompt caches
         release_memory()
+    results = _evaluations(played, checkpoints, phases, names)
+    _write_summary(out, results, games)
+    return results
+
+
+def _checked_request(checkpoints: Sequence[int], games: int, phases: Sequence[str]) -> list[str]:
+    """Returns ``phases`` without repeats (a phase named twice is played once); raises
+    ``ConfigError`` on fewer than one game, no checkpoint or an unknown phase."""
+    if games < 1:
+        raise ConfigError("--games: play at least one game per phase")
+    if not checkpoints:
+        raise ConfigError("--checkpoints: name at least one checkpoint")
+    if unknown := [p for p in phases if p not in PHASES]:
+        raise ConfigError(f"--phases: {', '.join(unknown)}; choose from {', '.join(PHASES)}")
+    return list(dict.fromkeys(phases))
+
+
+def _phase_names(other: str | None) -> dict[str, str]:
+    """The name each phase's games and rows go under: its own, except ``fixed-<other>`` for
+    the ``fixed`` phase played against ``other`` instead of the run's fixed agent."""
+    return {"selfplay": "selfplay", "fixed": "fixed" if other is None else f"fixed-{other}"}
+
+
+def _phase_specs(
+    phase: str,
+    agent: Agent,
+    fixed: Agent,
+    args: SelfPlayArgs,
+    checkpoint: int,
+    split: ContextSplit,
+    own: int,
+) -> list[EpisodeSpec]:
+    """The games of ``phase`` for ``checkpoint``: the trainer's own evaluation games
+    (``game_specs``), those past the run's ``own`` drawn off the selection games' contexts for
+    a run that chose on selection games (``off_selection``)."""
+    from stratagem.training.selfplay.trainer import game_specs
+
+    specs = game_specs(phase, agent, fixed, args, checkpoint, split)  # type: ignore[arg-type]
+    if args.select_games:
+        specs = off_selection(specs, split, args, own)
+    return specs
+
+
+def _evaluations(
+    played: dict[tuple[int, str], list[Trace]],
+    checkpoints: Sequence[int],
+    phases: Sequence[str],
+    names: dict[str, str],
+) -> list[CheckpointEvaluation]:
+    """Each phase's evaluation of each checkpoint from its ``played[checkpoint, phase]``
+    games, phase by phase, paired against the first checkpoint's games."""
     results = []
     for phase in phases:
         base = played[checkpoints[0], phase]
@@ -247,11 +290,15 @@ def evaluate_checkpoints(
             paired = None if k == checkpoints[0] else paired_change(base, traces, phase)
             metrics = dond_metrics(traces, both_seats=phase == "selfplay")
             results.append(CheckpointEvaluation(k, names[phase], metrics, paired))
+    return results
+
+
+def _write_summary(out: Path, results: Sequence[CheckpointEvaluation], games: int) -> None:
+    """Writes ``results`` as ``out/summary.json`` (one row each) and ``out/summary.md``."""
     (out / "summary.json").write_text(
         json.dumps([r.row() for r in results], indent=1) + "\n", encoding="utf-8"
     )
     (out / "summary.md").write_text(summary_markdown(results, games), encoding="utf-8")
-    return results
 
 
 def summary_markdown(results: Sequence[CheckpointEvaluation], games: int) -> str:

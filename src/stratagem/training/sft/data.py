@@ -34,11 +34,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stratagem.episode import Episode
 from stratagem.errors import ConfigError
-from stratagem.game import HasHeldOutScenarios
+from stratagem.game import Game, HasHeldOutScenarios
 from stratagem.games import get_game
 from stratagem.play import EpisodeSpec, play
 from stratagem.seeding import derive
@@ -46,6 +46,9 @@ from stratagem.strategies import get_pools, get_strategy, sft_mixture
 from stratagem.trace import Trace
 from stratagem.training.sft.args import GenSFTArgs  # noqa: F401 (its former home)
 from stratagem.training.sft.reasons import reasons
+
+if TYPE_CHECKING:
+    from stratagem.agent import Agent
 
 # App. H sizes: decisions per game in each dataset
 DATASETS: dict[str, dict[str, int]] = {
@@ -254,6 +257,34 @@ def simulated_chats(
     specs = [a if ":" in a or a == "hf" else f"strategy:{a}" for a in agents]
     built = [make_agent(spec, game, options) for spec in specs]
     wanted = set(demonstrators) if demonstrators is not None else set(agents)
+    plays = _pair_specs(game, game_name, agents, built, episodes, seed, self_pairs)
+    finished: dict[str, Episode] = {}
+    for trace in play(game, plays, on_episode=lambda e: finished.__setitem__(e.episode_id, e)):
+        episode = finished.pop(trace.episode_id)
+        if trace.status != "complete":
+            continue
+        names = trace.meta["names"]
+        for seat in (0, 1):
+            if names[seat] not in wanted or (keep is not None and not keep(trace, seat)):
+                continue
+            chat = _seat_chat(game_name, trace, episode, seat)
+            if chat is not None:
+                yield chat
+
+
+def _pair_specs(
+    game: Game,
+    game_name: str,
+    agents: Sequence[str],
+    built: Sequence[Agent],
+    episodes: int,
+    seed: int,
+    self_pairs: bool,
+) -> list[EpisodeSpec]:
+    """The episodes of ``simulated_chats``: ``episodes`` per ordered pair of ``agents`` (each
+    with itself too under ``self_pairs`` or when it is the only one), ``built`` their agents,
+    seeded from ``seed`` by the pair and episode number, and on the training side of a game's
+    held-out split."""
     plays = []
     for i, a in enumerate(agents):
         for j, b in enumerate(agents):
@@ -269,31 +300,28 @@ def simulated_chats(
                             eid, episode_seed, (built[i], built[j]), {"names": (a, b)}, scenario
                         )
                     )
-    finished: dict[str, Episode] = {}
-    for trace in play(game, plays, on_episode=lambda e: finished.__setitem__(e.episode_id, e)):
-        episode = finished.pop(trace.episode_id)
-        if trace.status != "complete":
-            continue
-        names = trace.meta["names"]
-        for seat in (0, 1):
-            if names[seat] not in wanted or (keep is not None and not keep(trace, seat)):
-                continue
-            turns = mark_refused([m.to_dict() for m in episode.chat(seat)], trace, seat)
-            if not turns:
-                continue
-            actions = tuple(d.action for d in trace.decisions if d.seat == seat)
-            messages = [{"role": "system", "content": episode.rules(seat) or ""}, *turns]
-            score = trace.totals()[seat]
-            yield Chat(
-                game_name,
-                names[seat],
-                names[1 - seat],
-                actions,
-                messages,
-                score=score,
-                agreement=agreement_of(trace),
-                aborted=bool(trace.rounds and trace.rounds[-1].info.get("aborted")) or None,
-            )
+    return plays
+
+
+def _seat_chat(game_name: str, trace: Trace, episode: Episode, seat: int) -> Chat | None:
+    """The chat ``seat`` held in the finished ``episode`` (``trace``), refused answers marked;
+    None when it holds no turn."""
+    names = trace.meta["names"]
+    turns = mark_refused([m.to_dict() for m in episode.chat(seat)], trace, seat)
+    if not turns:
+        return None
+    actions = tuple(d.action for d in trace.decisions if d.seat == seat)
+    messages = [{"role": "system", "content": episode.rules(seat) or ""}, *turns]
+    return Chat(
+        game_name,
+        names[seat],
+        names[1 - seat],
+        actions,
+        messages,
+        score=trace.totals()[seat],
+        agreement=agreement_of(trace),
+        aborted=bool(trace.rounds and trace.rounds[-1].info.get("aborted")) or None,
+    )
 
 
 def mark_refused(turns: list[dict], trace: Trace, seat: int) -> list[dict]:
