@@ -7,7 +7,7 @@ SERVER_STAMP := $(VENV)/.installed-server
 BROWSER_STAMP := $(VENV)/.installed-browser
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup run test test-fast bench golden lint
+.PHONY: setup run test test-fast bench golden lint docs
 
 # torch's exact CPU pin lives here, not in pyproject.toml: the package asks for a range so that
 # `pip install 'stratagem[vllm]'` can take the CUDA torch vLLM pins; the dev extra brings ray
@@ -66,3 +66,7 @@ lint: setup
 	$(BIN)/ruff check src tests benchmarks experiments
 	$(BIN)/ruff format --check src tests benchmarks experiments
 	$(BIN)/mypy src/stratagem experiments
+
+# the documentation site, as CI checks it (the tests build it too)
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
