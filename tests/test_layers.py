@@ -20,7 +20,7 @@ PACKAGE = SRC / "stratagem"
 
 CORE = {
     "errors", "registry", "seeding", "settings", "game", "parsing", "agent", "episode", "play",
-    "pools", "trace", "trace_schema", "runs", "tree", "cluster",
+    "pools", "trace", "trace_schema", "runs", "tree", "cluster", "lazy",
 }  # fmt: skip
 # the layers, bottom up; a module may import its own layer and the ones below
 LAYERS: list[set[str]] = [

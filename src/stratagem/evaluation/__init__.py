@@ -7,8 +7,7 @@ a command did not ask for.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from stratagem.lazy import lazy_names
 
 _EXPORTS = {
     "Evaluation": "pools",
@@ -22,9 +21,4 @@ _EXPORTS = {
     "AcceptanceCurve": "acceptance",
 }
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:  # PEP 562: a submodule loads on first use of its names
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+__getattr__ = lazy_names(__name__, _EXPORTS)

@@ -10,19 +10,11 @@ names of the former single module ``stratagem.training.bargaining`` still resolv
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from stratagem.lazy import lazy_names
 
 _EXPORTS = {
     "BargainingArgs": "args",
     "train_bargaining": "trainer",
 }
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name, "trainer")
-    try:
-        return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    except AttributeError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+__getattr__ = lazy_names(__name__, _EXPORTS, fallback="trainer")

@@ -10,8 +10,7 @@ module ``stratagem.training.sepo`` still resolve, from ``trainer``, for one rele
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from stratagem.lazy import lazy_names
 
 _EXPORTS = {
     "SEPOArgs": "args",
@@ -19,11 +18,4 @@ _EXPORTS = {
     "run_ablation": "ablation",
 }
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name, "trainer")
-    try:
-        return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    except AttributeError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+__getattr__ = lazy_names(__name__, _EXPORTS, fallback="trainer")
