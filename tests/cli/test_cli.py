@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -207,3 +208,19 @@ def test_every_params_option_is_repeatable():
     acceptance = commands["acceptance"]
     ctx = acceptance.make_context("acceptance", ["-p", "max_rounds=6", "-p", "split_seed=3"])
     assert list(ctx.params["params"]) == ["max_rounds=6", "split_seed=3"]
+
+
+def test_gen_sft_says_what_its_kept_chats_scored(tmp_path):
+    env = {**os.environ, "COLUMNS": "200"}
+    r = subprocess.run(
+        [sys.executable, "-m", "stratagem.cli.main", "gen-sft", "--game", "dond", "--agents",
+         "FairSplit,ValueGreedy", "-n", "1", "-o", str(tmp_path / "g")],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith("kept chats"))
+    assert re.fullmatch(
+        r"kept chats: their seats scored \d+\.\d\d on average \(episode payoff\); \d+% of the "
+        r"chats scored 0; \d+% came from agreements",
+        line.strip(),
+    ), line

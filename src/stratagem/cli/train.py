@@ -49,8 +49,11 @@ def gen_sft_command(cfg: GenSFTArgs) -> None:
     console.print(f"{pairs * cfg.episodes} episodes of {', '.join(agents)}")
     if card.get("outcomes"):
         o = card["outcomes"]
+        agreed = o.get("agreement_share")
         console.print(
-            f"kept chats: mean score {o['mean_score']:.2f}, {o['zero_score_share']:.0%} at 0"
+            f"kept chats: their seats scored {o['mean_score']:.2f} on average (episode payoff); "
+            f"{o['zero_score_share']:.0%} of the chats scored 0"
+            + ("" if agreed is None else f"; {agreed:.0%} came from agreements")
         )
     _print_card(cfg.game, card, cfg.out)
 
