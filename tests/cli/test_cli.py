@@ -155,6 +155,20 @@ def test_games_lists_every_game_with_its_kind(tmp_path):
     }
 
 
+def test_games_reads_whole_at_80_columns(tmp_path):
+    env = {**os.environ, "COLUMNS": "80"}
+    r = subprocess.run(
+        [sys.executable, "-m", "stratagem.cli.main", "games"],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "…" not in r.stdout and max(map(len, r.stdout.splitlines())) <= 80
+    assert "dialogue: solve, psro, imitate, dialogue" in r.stdout
+    flat = " ".join(r.stdout.split())  # a long line of defaults wraps, never cut
+    assert 'bargaining: catalog=null, split="train", split_seed=42, max_rounds=10, ' in flat
+    assert "dond: lam=0.0, max_turns=20" in flat
+
+
 def test_every_command_takes_a_config_file(tmp_path):
     from stratagem.cli.main import COMMANDS, load_command
 

@@ -18,9 +18,11 @@ def games() -> None:
 
     Text games (played by agents), solver trees and dialogue games, with their parameters
     (``--param KEY=VALUE``), pool sizes and the commands that take them."""
-    from stratagem.report.console import games_table
+    from stratagem.report.console import games_notes, games_table
 
     console.print(games_table())
+    for line in games_notes():
+        console.print(line, highlight=False, markup=False)
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -45,21 +45,24 @@ def print_evaluation(console: Console, result: Evaluation) -> None:
         console.print(f"run folder: {result.out}")
 
 
-TEXT_COMMANDS = "eval, tournament, matrix, psro, serve, gen-sft"
-SOLVER_COMMANDS = {"tree": "solve, psro --oracle exact", "dialogue": "solve, psro, imitate"}
+COMMANDS_BY_KIND = {
+    "text": "eval, tournament, matrix, psro, serve, gen-sft",
+    "tree": "solve, psro --oracle exact",
+    "dialogue": "solve, psro, imitate, dialogue",
+}
 
 
 def games_table() -> Table:
     """Every game in one table: text games (played by agents), solver trees and dialogue games,
-    with their kind, the commands that take them, their parameters and pool sizes."""
+    with their kind, rounds and pool sizes (train / exploit / collusive / robust)."""
     from stratagem.games import GAMES, get_game
     from stratagem.metrics.sepo import SEPOGame
     from stratagem.solvers.games import SOLVER_GAMES
     from stratagem.strategies import STRATEGY_MODULES, get_pools
 
     table = Table(title="Games")
-    for col in ("game", "kind", "commands", "params (defaults)", "pools t/e/c/r"):
-        table.add_column(col)
+    for col in ("game", "kind", "rounds", "pools t/e/c/r"):
+        table.add_column(col, no_wrap=True)
     for name in GAMES:
         game = get_game(name)
         sizes = "-"
@@ -68,14 +71,24 @@ def games_table() -> Table:
             sizes = "/".join(
                 str(len(getattr(pools, p))) for p in ("train", "exploit", "collusive", "robust")
             )
-        kind, commands = "text", TEXT_COMMANDS
-        if name in SOLVER_GAMES:
-            kind += " + " + SOLVER_GAMES.get(name).kind
-            commands += ", solve (psro --oracle exact)"
-        rounds = f"{game.rounds} rounds" if isinstance(game, SEPOGame) else ""
-        params = ", ".join(f"{k}={json.dumps(v)}" for k, v in game.params.items())
-        table.add_row(name, kind, commands, "; ".join(filter(None, [params, rounds])), sizes)
+        kind = "text" + (" + " + SOLVER_GAMES.get(name).kind if name in SOLVER_GAMES else "")
+        rounds = str(game.rounds) if isinstance(game, SEPOGame) else "-"
+        table.add_row(name, kind, rounds, sizes)
     for name, solver_game in SOLVER_GAMES.items():
         if name not in GAMES:
-            table.add_row(name, solver_game.kind, SOLVER_COMMANDS[solver_game.kind], "", "-")
+            table.add_row(name, solver_game.kind, "-", "-")
     return table
+
+
+def games_notes() -> list[str]:
+    """The lines under the games table: the commands each kind of game takes, and every text
+    game's parameters (``--param KEY=VALUE``) with their defaults, in full."""
+    from stratagem.games import GAMES, get_game
+
+    lines = ["Commands by kind:"]
+    lines += [f"  {kind}: {commands}" for kind, commands in COMMANDS_BY_KIND.items()]
+    lines.append("Parameters (--param KEY=VALUE) and their defaults:")
+    for name in GAMES:
+        params = ", ".join(f"{k}={json.dumps(v)}" for k, v in get_game(name).params.items())
+        lines.append(f"  {name}: {params or 'none'}")
+    return lines
