@@ -110,6 +110,15 @@ def test_matrix_writes_table_and_heatmap(tmp_path):
     table = pd.read_csv(tmp_path / "m/matrix.csv", index_col=0)
     assert table.loc["FairSplit", "FairSplit"] == 5.0
     assert table.loc["Hardball", "Accommodating"] == 0.0  # 8 + 4 > 10 every round
+    # at 80 columns every strategy is named whole: the rows by name, the columns by number
+    r = subprocess.run(
+        [sys.executable, "-m", "stratagem.cli.main", "matrix", "--game", "auction", "-n", "1",
+         "-o", "a"],
+        capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "COLUMNS": "80"},
+    )  # fmt: skip
+    assert r.returncode == 0 and "…" not in r.stdout, r.stdout
+    assert "AggressiveValue" in r.stdout and "AggressiveBid" in r.stdout
+    assert max(map(len, r.stdout.splitlines())) <= 80
 
 
 def test_games_and_strategies_listings(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -38,13 +39,21 @@ def matrix_command(cfg: MatrixConfig) -> None:
     png = heatmap(
         table, folder / "matrix.png", f"{cfg.game}: mean payoff per round of the row strategy"
     )
-    view = Table(
-        title=f"{cfg.game}: row's mean payoff per round vs column ({cfg.episodes} episodes)"
-    )
-    view.add_column("row \\ column")
-    for col in table.columns:
-        view.add_column(col, justify="right")
-    for row, values in table.iterrows():
-        view.add_row(str(row), *(f"{v:.2f}" for v in values))
-    console.print(view)
+    title = f"{cfg.game}: row's mean payoff per round vs column ({cfg.episodes} episodes)"
+    console.print(matrix_view(table, title))
     console.print(f"wrote {folder / 'matrix.csv'} and {png}")
+
+
+def matrix_view(table: Any, title: str) -> Table:
+    """The payoff matrix as a terminal table: rows named in full, columns numbered as the rows
+    are (a name would not fit in a column), the key in the caption."""
+    if list(table.columns) != list(table.index):
+        raise ValueError("a payoff matrix lists the same strategies as rows and columns")
+    view = Table(title=title, caption="columns: the row of the same number")
+    view.add_column("#", justify="right")
+    view.add_column("row strategy", no_wrap=True)
+    for i in range(len(table.columns)):
+        view.add_column(str(i + 1), justify="right")
+    for i, (row, values) in enumerate(table.iterrows()):
+        view.add_row(str(i + 1), str(row), *(f"{v:.2f}" for v in values))
+    return view

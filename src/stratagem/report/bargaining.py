@@ -300,18 +300,45 @@ def tier_table(means: pd.DataFrame, metric: str, regime: str) -> pd.DataFrame:
     return table
 
 
+SHORT_NAMES = {
+    "deal": "deal",
+    "surplus_share": "surplus",
+    "violation": "IR",
+    "induced_violation": "induced",
+    "utility": "utility",
+    "rounds": "rounds",
+}
+
+
 def summary_table(summary: pd.DataFrame) -> Any:
-    """Returns the rich table the CLI prints: key metrics per agent × role × regime."""
+    """Returns the rich table the CLI prints: the mean of the key metrics per agent × role ×
+    regime, narrow enough for 80 columns (the standard errors are in summary.md and .csv)."""
+    from rich import box
     from rich.table import Table
 
-    table = Table(title="Bargaining round robin (mean ± stderr)")
+    table = Table(
+        title="Bargaining round robin: means (± stderr in summary.md)",
+        caption="deal: deal rate · surplus: share of the gains from trade · IR: accepted a loss "
+        "(an individual-rationality violation) · induced: led the other side to one",
+        box=box.SIMPLE_HEAD,  # one space between columns: names and numbers stay whole
+        padding=(0, 0),
+        show_edge=False,
+    )
     for col in ("agent", "role", "regime", *SUMMARY_KEYS):
-        table.add_column(col, justify="left" if col in ("agent", "role", "regime") else "right")
+        right = col not in ("agent", "role", "regime")
+        table.add_column(SHORT_NAMES.get(col, col), justify="right" if right else "left")
     if not len(summary):
         return table
-    for row in wide_summary(summary).itertuples(index=False):
-        table.add_row(*(str(v) for v in row))
+    means = summary[summary.metric.isin(SUMMARY_KEYS)]
+    for (agent, role, regime), g in means.groupby(["agent", "role", "regime"], sort=True):
+        values = {r.metric: ("—" if r.n == 0 else _short(r.value)) for r in g.itertuples()}
+        table.add_row(agent, role, regime, *(values.get(k, "—") for k in SUMMARY_KEYS))
     return table
+
+
+def _short(value: float) -> str:
+    """A mean in at most 6 characters: 2 decimals, 1 from 100 on."""
+    return f"{value:.1f}" if abs(value) >= 100 else f"{value:.2f}"
 
 
 def _sections(

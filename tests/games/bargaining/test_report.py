@@ -117,10 +117,13 @@ def test_the_cli_table(report):
     from rich.console import Console
 
     _, summary, _ = report
-    console = Console(record=True, width=200)
+    console = Console(record=True, width=80)
     console.print(tournament_report("bargaining").table(summary))
     text = console.export_text()
-    assert "Bargaining round robin" in text and "TitForTatConcession" in text and "±" in text
+    assert "Bargaining round robin" in text and "TitForTatConcession" in text
+    assert "…" not in text and max(map(len, text.splitlines())) <= 80  # names and numbers whole
+    row = next(line.split() for line in text.splitlines() if line.startswith("Boulware  "))
+    assert row[:3] == ["Boulware", "buyer", "GFT"] and all(c[0] in "-0123456789—" for c in row[3:])
 
 
 def test_an_empty_run_still_reports(tmp_path):
