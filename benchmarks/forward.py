@@ -6,7 +6,7 @@ every row — timed in a fresh process per configuration at ``--threads`` CPU th
 configurations alternating ``--repeats`` times (medians):
 
 - torch: transformers in float32 and bfloat16, one batched forward, then its KV cache;
-- llama.cpp: the model converted to an f32 and a bf16 GGUF (``backends.gguf_convert``), with
+- llama.cpp: the model converted to an f32 and a bf16 GGUF (``training.engines.gguf``), with
   the engine's *unified* KV cache (every row's cells in one pool, what ``LlamaCppEngine``
   uses so rows can share a prefix) and with one KV stream per row.
 

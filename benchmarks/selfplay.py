@@ -12,7 +12,7 @@ measure; the load average is printed with the table.
 
 With ``--partner-games P`` it compares instead an iteration's two phases — the self-play games
 and P games with FairSplit (``train selfplay --partner-games``) — played in one ``play`` call
-(``selfplay_data.play_groups``, what the trainer does: the partner games fill the batch while
+(``selfplay.data.play_groups``, what the trainer does: the partner games fill the batch while
 self-play games end) and one phase after the other (``play_games`` per phase), both batched up to
 all G + P games.
 """

@@ -17,6 +17,8 @@ C = TypeVar("C")
 def run_command(name: str, settings: type[C], command: Callable[[C], None]) -> None:
     """Parses the command line into ``settings`` and calls ``command`` with it; errors print one
     line (exit 2 for usage, 1 at run time)."""
-    app = typer.Typer(name=name, add_completion=False, pretty_exceptions_enable=False)
+    app = typer.Typer(
+        name=name, add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
+    )
     register(app, name, settings, command)
     run_app(app)

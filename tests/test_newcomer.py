@@ -60,11 +60,11 @@ def test_a_fresh_environment_follows_the_readme(tmp_path):
     assert shown.returncode == 0, shown.stderr
     assert re.search(r"Exploit \(e, exploit pool\) +│ +0\.6250 ± 0\.0000", shown.stdout)
     run = work / "runs/ipd/strategy_TitForTat-s0-n5"
-    written = "`run.json`, `traces.jsonl`, `metrics.csv`,\n`metrics.md`, `actions.md`"
-    assert written in README and str(run.relative_to(work)) in README
-    assert {"run.json", "traces.jsonl", "metrics.csv", "metrics.md", "actions.md"} <= {
-        p.name for p in run.iterdir()
-    }
+    files = ["run.json", "traces.jsonl", "metrics.csv", "metrics.md", "actions.csv", "actions.md"]
+    flat = " ".join(README.split())
+    assert ", ".join(f"`{f}`" for f in files) in flat and str(run.relative_to(work)) in README
+    assert set(files) <= {p.name for p in run.iterdir()}
+    assert "`Exploit (e, exploit pool) 0.6250 ± 0.0000`" in flat  # what the table printed
 
     snippet = _block("## Hello world", "python")
     expected = [line.split("#")[-1].strip() for line in snippet.splitlines() if "print(" in line]

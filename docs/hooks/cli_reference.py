@@ -4,8 +4,6 @@ never disagree with ``stratagem <command> --help``."""
 
 from __future__ import annotations
 
-import os
-
 MARKER = "<!-- the reference of every command is generated here -->"
 
 
@@ -14,7 +12,6 @@ def _help(words: list[str]) -> str:
 
     from stratagem.cli.main import app
 
-    os.environ["COLUMNS"] = "100"
     command = get_command(app)
     ctx = command.make_context("stratagem", [*words, "--help"], resilient_parsing=True)
     for word in words:

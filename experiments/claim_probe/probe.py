@@ -1,5 +1,5 @@
 """The claim probe: what a Deal or No Deal seat answers to an opening claim, beside the answer
-of the drills' rule (``stratagem claim-probe``).
+of the drills' rule (``python -m experiments.claim_probe``).
 
 Self-play sees a warm start's decisions only through whole games, where a malformed claim, a
 missing proposal or the other seat's mistake hides them. The probe asks the accepter's one
@@ -29,7 +29,7 @@ the game refuses is asked again, as in a game, and the answer it accepts is the 
 corrections are counted). Probes whose model call failed are counted apart, never read as an
 answer. Each probe episode stops after the probed answer; its trace is kept, its ``meta`` naming
 the rule's answer and share. A written check is also read back step by step — numbers copied,
-compared, followed (``dond_checks``) — so a wrong decision can be placed.
+compared, followed (``drills.dond.checks``) — so a wrong decision can be placed.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class ProbeAnswer:
     chance: float  # the share of the pool's divisions that are joint-best
     checked: bool  # the answer writes the rule's check exactly
     corrections: int  # answers the game refused before the one read
-    steps: CheckSteps  # its written check, step by step (``dond_checks``)
+    steps: CheckSteps  # its written check, step by step (``drills.dond.checks``)
 
 
 class _Rule(NamedTuple):
@@ -131,7 +131,7 @@ class ClaimProbe:
         return sum(a.joint_best for a in kept), len(kept)
 
     def steps(self) -> CheckSteps:
-        """Every answer's check steps, summed (``dond_checks``)."""
+        """Every answer's check steps, summed (``drills.dond.checks``)."""
         return sum((a.steps for a in self.answers), CheckSteps())
 
     def chance(self) -> float:

@@ -17,15 +17,16 @@ sft --adapter``). Offers lie within ±30 % of the value, where the acceptance cu
 ``far`` share lies 1.3–4 times above or below it, as a hard bargainer's early offers do (a model
 drilled only near its value called such offers by the wrong word in whole games).
 
-``game_drills`` (``gen-sft --drills-in-game``) puts the same decision inside a real episode: the
-game's whole system prompt for a train-split catalog item and the game's own user turns, cut
-after the responder's first answer to an offer (~1,000 tokens). A model drilled in the short
-form got the word right for 0.98 of held-out drills but 0.83 once the game's system prompt was
-around them. With ``answers`` > 1 (``--drills-answers K``) a drill is cut after its k-th answer,
-k drawn from 1 to K: the counterpart first makes k − 1 offers that lose the responder money,
-nearing its value the way a hard bargainer concedes, and the responder refuses each. A model
-drilled on first answers alone got the first answer of whole games right 16 of 16 times but
-the seller's later ones 8 of 14, accepting offers far below its value as "higher".
+``game_drills`` (``python -m experiments.drills --drills-in-game``) puts the same decision
+inside a real episode: the game's whole system prompt for a train-split catalog item and the
+game's own user turns, cut after the responder's first answer to an offer (~1,000 tokens). A
+model drilled in the short form got the word right for 0.98 of held-out drills but 0.83 once the
+game's system prompt was around them. With ``answers`` > 1 (``--drills-answers K``) a drill is
+cut after its k-th answer, k drawn from 1 to K: the counterpart first makes k − 1 offers that
+lose the responder money, nearing its value the way a hard bargainer concedes, and the responder
+refuses each. A model drilled on first answers alone got the first answer of whole games right
+16 of 16 times but the seller's later ones 8 of 14, accepting offers far below its value as
+"higher".
 """
 
 from __future__ import annotations
@@ -193,8 +194,8 @@ OPTIONS = ("far", "in_game", "answers")  # the DrillSettings these drills take
 def drills(
     n: int, seed: int, far: float = 0.0, in_game: bool = False, answers: int = 1
 ) -> Iterator[Chat]:
-    """The game's drills for ``gen-sft --drills``: ``game_drills`` with ``in_game``, else
-    ``comparison_drills``.
+    """The game's drills for ``python -m experiments.drills --drills``: ``game_drills`` with
+    ``in_game``, else ``comparison_drills``.
 
     Raises:
         ConfigError: ``answers`` > 1 without ``in_game`` (a short drill holds one answer), or

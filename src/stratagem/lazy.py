@@ -17,12 +17,12 @@ def lazy_names(
     became a package keeps its old names), else is an ``AttributeError``."""
 
     def __getattr__(name: str) -> Any:
-        module = exports.get(name, fallback)
-        if module is not None and not name.startswith("__"):
-            try:
-                return getattr(importlib.import_module(f"{package}.{module}"), name)
-            except AttributeError:
-                pass
+        # a private name (an interpreter's or a shell's probe) never loads the fallback
+        module = exports.get(name, None if name.startswith("_") else fallback)
+        if module is not None:
+            loaded = importlib.import_module(f"{package}.{module}")  # its errors are its own
+            if hasattr(loaded, name):
+                return getattr(loaded, name)
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     return __getattr__

@@ -4,6 +4,7 @@ checkpoint plays another model from the command line."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
@@ -74,3 +75,31 @@ def test_an_adapter_in_the_spec_replaces_the_shared_one(checkpoint):
     options = LLMOptions(adapter=str(checkpoint / "elsewhere"), max_new_tokens=2)
     agent = make_agent(f"hf:{base}@{adapter}", "dond", options)
     assert agent.backend.model_id == f"{base}+{adapter}"
+
+
+def test_an_agent_spec_is_parsed_once_into_its_parts():
+    from stratagem.agents.spec import AgentSpec, LLMOptions
+    from stratagem.errors import ConfigError, UnknownNameError
+
+    assert AgentSpec.parse("strategy:TitForTat") == AgentSpec(
+        "strategy:TitForTat", "strategy", "TitForTat"
+    )
+    assert AgentSpec.parse("hf") == AgentSpec("hf", "hf")
+    spec = AgentSpec.parse("hf:org/model@runs/a+runs/b")
+    assert (spec.kind, spec.name, spec.adapter, spec.is_llm) == (
+        "hf",
+        "org/model",
+        "runs/a,runs/b",
+        True,
+    )
+    options = spec.llm_options(LLMOptions(adapter="runs/ignored"))
+    assert options.adapter == "runs/a,runs/b"  # the spec's own adapter wins
+    assert AgentSpec.parse("openai:gpt-4o-mini").llm_options(LLMOptions()) == LLMOptions()
+    for bad, error, message in [
+        ("gemini:pro", UnknownNameError, "agent kind"),
+        ("strategy:", ConfigError, "needs a name after 'strategy:'"),
+        ("openai:", ConfigError, "needs a model name"),
+        ("hf@", ConfigError, "name an adapter folder after '@'"),
+    ]:
+        with pytest.raises(error, match=re.escape(message)):
+            AgentSpec.parse(bad)

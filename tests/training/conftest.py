@@ -64,7 +64,7 @@ def sft_adapter(tiny_model, tmp_path):
 
 @pytest.fixture
 def demonstrated_contexts(monkeypatch) -> list:
-    """The scenario (DoND context) of every game ``training.sft_data`` plays, in order."""
+    """The scenario (DoND context) of every game ``training.sft.data`` plays, in order."""
     from stratagem.training.sft import data as sft_data
 
     played: list = []

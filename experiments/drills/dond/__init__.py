@@ -8,55 +8,54 @@ Warm starts trained on whole negotiations proposed the last share written — B 
 (docs/results/dond.md), which never agrees. A drill game holds both closing cases in
 ~500 tokens, where a whole negotiation holds them once in ~1,500 beside everything else.
 
-A drill game is played by the game engine, so every prompt is the game's own: the seat that
-speaks first claims a share drawn uniformly from the pool's divisions (neither nothing nor
-everything) in one of the negotiators' claim wordings; the other accepts it with a deal in one
-of their deal wordings; then both propose as ``strategies.dond.Negotiator``'s protocol does —
-the claimant its claim (the share the deal granted it), the accepter the rest. Each game yields
-both seats' chats (the claimant's, then the accepter's), under λ = 0 and λ = 1 in turn (the two
-objectives of the warm-start recipe) and its 6-turn cap; the first speaker is drawn by the game
-from the episode seed, the context from the training side of ``split_contexts(contexts, seed)``
-— the split ``train selfplay --seed SEED`` and ``claim-probe --seed SEED`` hold their
-evaluation contexts out of, so drills made with the same seed never show one. Every drill game
-ends in an agreement.
+A drill game is played by the game engine, so every prompt is the game's own: the seat that speaks
+first claims a share drawn uniformly from the pool's divisions (neither nothing nor everything) in
+one of the negotiators' claim wordings; the other accepts it with a deal in one of their deal
+wordings; then both propose as ``strategies.dond.Negotiator``'s protocol does — the claimant its
+claim (the share the deal granted it), the accepter the rest. Each game yields both seats' chats
+(the claimant's, then the accepter's), under λ = 0 and λ = 1 in turn (the two objectives of the
+warm-start recipe) and its 6-turn cap; the first speaker is drawn by the game from the episode seed,
+the context from the training side of ``split_contexts(contexts, seed)`` — the split ``train
+selfplay --seed SEED`` and ``python -m experiments.claim_probe --seed SEED`` hold their evaluation
+contexts out of, so drills made with the same seed never show one. Every drill game ends in an
+agreement.
 
-Refusal drills (``refuse``, ``gen-sft --drills-refuse``) add the one check the accepter above
-never makes: it reads the value line of its own prompt, finds its highest value per unit and
-accepts only a claim that leaves it at least one unit of an item worth that much. A claim that
-takes them all (about two random claims in five) is refused with a counter-claim that names
-the item — "I value the hats most, and that leaves me none." — and asks for the rest the claim
-offered plus half of those units (at least one); the claimant deals on the counter-claim, and
-both propose. Five turns, inside the same cap. The check needs no arithmetic: one comparison of
-three values and one count read from the claim. A refused game is kept only when the counter-
-claim leaves the claimant something it values and no two items share the accepter's top value
-(so the named item is the one it values most); the rest are drawn again. With ``check``
-(``--drills-check``) the first answer writes the check before it deals or refuses, in both
-branches — its best item type and value per unit, then how many units of it the claim leaves
-("My best: hats, 4 each. Left to me: 0, so I refuse."; tied top types are named together and
-their units counted together) — in place of the refusal's naming line.
+Refusal drills (``refuse``, ``python -m experiments.drills --drills-refuse``) add the one check the
+accepter above never makes: it reads the value line of its own prompt, finds its highest value per
+unit and accepts only a claim that leaves it at least one unit of an item worth that much. A claim
+that takes them all (about two random claims in five) is refused with a counter-claim that names the
+item — "I value the hats most, and that leaves me none." — and asks for the rest the claim offered
+plus half of those units (at least one); the claimant deals on the counter-claim, and both propose.
+Five turns, inside the same cap. The check needs no arithmetic: one comparison of three values and
+one count read from the claim. A refused game is kept only when the counter-claim leaves the
+claimant something it values and no two items share the accepter's top value (so the named item is
+the one it values most); the rest are drawn again. With ``check`` (``--drills-check``) the first
+answer writes the check before it deals or refuses, in both branches — its best item type and value
+per unit, then how many units of it the claim leaves ("My best: hats, 4 each. Left to me: 0, so I
+refuse."; tied top types are named together and their units counted together) — in place of the
+refusal's naming line.
 
-Joint drills (``joint``, ``gen-sft --drills-joint``) teach the value talk that λ = 1 needs: a
-division better for both can only be found by a seat that knows both seats' values. The
-claimant opens with its values stated (one of the negotiators' values wordings) and a random
-claim; the accepter deals only on a *joint-best* claim — one whose division is worth the most
-to both seats together under its own values and the claimant's stated ones — and otherwise
-states its own values and counter-claims the joint-best division nearest the claim: every unit
-of an item type it values more than the claimant said it does, none of a type it values less,
-and a type both value the same as the claim offered it. The claimant deals on it, and both
-propose. The check is three comparisons of two small numbers, one per item type, each read from
-the chat; a random claim is joint-best about one time in ten, so most joint drills counter-claim.
-Joint drills are played under λ = 1 only (the objective the joint-best division maximises).
-With ``check`` (``--drills-check``) the accepter's first answer writes the check before it deals
-or counter-claims — per item type its own value, the claimant's stated one and whose the type is
-("Books: 3 to me, 0 to you, so mine. Hats: …") — in place of its values statement, so that each
-comparison is two numbers copied from the chat and one word after them, before the answer that
-depends on them (as the bargaining responder's thought writes both prices before "higher" or
-"lower"). The games and the divisions claimed and answered are those of the same seed
-without it; only the words of the first answer differ.
+Joint drills (``joint``, ``python -m experiments.drills --drills-joint``) teach the value talk that
+λ = 1 needs: a division better for both can only be found by a seat that knows both seats' values.
+The claimant opens with its values stated (one of the negotiators' values wordings) and a random
+claim; the accepter deals only on a *joint-best* claim — one whose division is worth the most to
+both seats together under its own values and the claimant's stated ones — and otherwise states its
+own values and counter-claims the joint-best division nearest the claim: every unit of an item type
+it values more than the claimant said it does, none of a type it values less, and a type both value
+the same as the claim offered it. The claimant deals on it, and both propose. The check is three
+comparisons of two small numbers, one per item type, each read from the chat; a random claim is
+joint-best about one time in ten, so most joint drills counter-claim. Joint drills are played under
+λ = 1 only (the objective the joint-best division maximises). With ``check`` (``--drills-check``)
+the accepter's first answer writes the check before it deals or counter-claims — per item type its
+own value, the claimant's stated one and whose the type is ("Books: 3 to me, 0 to you, so mine.
+Hats: …") — in place of its values statement, so that each comparison is two numbers copied from the
+chat and one word after them, before the answer that depends on them (as the bargaining responder's
+thought writes both prices before "higher" or "lower"). The games and the divisions claimed and
+answered are those of the same seed without it; only the words of the first answer differ.
 
-Flawed-claim drills (``flawed``, ``gen-sft --drills-joint --drills-flawed``): joint drills a third
-of whose claims, openings and counter-claims, write the reader's share one unit off, named by the
-seat that answers; ``dond_flaws`` says why and how.
+Flawed-claim drills (``flawed``, ``python -m experiments.drills --drills-joint --drills-flawed``):
+joint drills a third of whose claims, openings and counter-claims, write the reader's share one unit
+off, named by the seat that answers; ``flaws`` says why and how.
 """
 
 from __future__ import annotations
@@ -260,7 +259,7 @@ class JointDrillPartner(DrillPartner):
     def choose(self, view: DondView, rng: random.Random) -> Turn:
         """Opening: its values, then a random claim; a deal with ``check``: the check, then the
         deal; else the protocol's turn. With ``flawed``, a claim it answers that does not add up
-        is named first, and a third of the claims it writes are flawed (``dond_flaws``)."""
+        is named first, and a third of the claims it writes are flawed (``flaws``)."""
         turn = super().choose(view, rng)
         if not view.dialogue:
             stated = values_text(view.values, rng.randrange(len(VALUES)))
@@ -280,7 +279,7 @@ class JointDrillPartner(DrillPartner):
         return turn
 
     def unlearned(self, counts: Items, answer: str) -> bool:
-        """Whether ``answer`` is a flawed claim (``dond_flaws``): kept in its writer's context,
+        """Whether ``answer`` is a flawed claim (``flaws``): kept in its writer's context,
         without loss."""
         return self.flawed and claim_flaw(counts, answer.removeprefix("[message] ")) is not None
 
@@ -309,7 +308,7 @@ def drills(
     the claimant's first; with ``refuse``, refusal drills; with ``joint``, joint drills, whose
     first answer writes its check with ``check`` (joint or refusal drills) and a third of whose
     claims are flawed with ``flawed`` (named by the seat answering them, without loss in the
-    writer's chat; ``dond_flaws``).
+    writer's chat; ``flaws``).
 
     Raises:
         ConfigError: both ``refuse`` and ``joint`` (two kinds of answer to the opening claim),

@@ -1,22 +1,22 @@
 """Flawed opening claims for the joint drills of ``dond``.
 
-Flawed-claim drills (``dond.drills(flawed=True)``, ``gen-sft --drills-joint --drills-flawed``)
-break a shortcut the other drills leave open. Every claim they show writes the reader's share as
-the exact complement of the writer's, so copying the claim's first share back into a deal is
-always right there; a 135M model that learned them opens with claims whose two shares do not add
-up (a count miscomputed) and deals on them verbatim, and both seats then propose a division that
-fails (docs/results/dond.md: most failed λ = 1 self-play games of the CPU runs).
-Here a third of the claims the drills' seats write — the claimant's opening and the accepter's
-counter-claim alike — write the reader's share one unit of one item type off (left to no one, or
-given to both), and the seat that answers first names the flaw ("That leaves 1 ball to no one." /
-"That gives 1 ball to both of us.") and then answers the share the claim asks for, as it would
-an unflawed one: a deal writing the true complement, or a counter-claim. In the 135M model's failed
-games it is the counter-claim that does not add up and the claimant that deals on it verbatim
+Flawed-claim drills (``dond.drills(flawed=True)``, ``python -m experiments.drills --drills-joint
+--drills-flawed``) break a shortcut the other drills leave open. Every claim they show writes the
+reader's share as the exact complement of the writer's, so copying the claim's first share back into
+a deal is always right there; a 135M model that learned them opens with claims whose two shares do
+not add up (a count miscomputed) and deals on them verbatim, and both seats then propose a division
+that fails (docs/results/dond.md: most failed λ = 1 self-play games of the CPU runs). Here a third
+of the claims the drills' seats write — the claimant's opening and the accepter's counter-claim
+alike — write the reader's share one unit of one item type off (left to no one, or given to both),
+and the seat that answers first names the flaw ("That leaves 1 ball to no one." / "That gives 1 ball
+to both of us.") and then answers the share the claim asks for, as it would an unflawed one: a deal
+writing the true complement, or a counter-claim. In the 135M model's failed games it is the
+counter-claim that does not add up and the claimant that deals on it verbatim
 (docs/results/dond.md), so both claims are drilled. A flawed claim stays in its writer's chat
 without loss (marked as an answer the game refused, which ``train sft`` masks): it is not something
-to learn, but everything around it is. (A first version flawed only the opening claim
-and dropped the claimant's chat of those games; its start failed more often, through perspective
-errors in the claimant's deal on the counter-claim: docs/results/dond.md.)
+to learn, but everything around it is. (A first version flawed only the opening claim and dropped
+the claimant's chat of those games; its start failed more often, through perspective errors in the
+claimant's deal on the counter-claim: docs/results/dond.md.)
 """
 
 from __future__ import annotations

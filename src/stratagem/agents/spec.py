@@ -61,6 +61,55 @@ class LLMOptions:
         return Sampling(self.temperature, self.top_p, self.max_new_tokens)
 
 
+@dataclass(frozen=True)
+class AgentSpec:
+    """One agent as a command line names it, parsed once (``AgentSpec.parse``): its ``kind``,
+    the strategy or model ``name`` (empty: the kind's default model) and, for a local model, the
+    ``adapter`` folders it names after ``@`` (comma-separated, in stacking order)."""
+
+    text: str
+    kind: str
+    name: str = ""
+    adapter: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> AgentSpec:
+        """Returns the spec ``text`` names.
+
+        Raises:
+            UnknownNameError: an unknown kind (with the valid ones).
+            ConfigError: ``strategy:`` or ``openai:`` without a name, or nothing after ``@``.
+        """
+        kind = agent_kind(text)
+        if kind not in KINDS:
+            raise UnknownNameError("agent kind", kind, KINDS)
+        base, adapter = text, None
+        if kind in LOCAL_KINDS and "@" in text:
+            base, _, folders = text.rpartition("@")
+            if not folders.strip("+"):
+                raise ConfigError(
+                    f"agent {text!r}: name an adapter folder after '@' (hf@runs/x/adapter)"
+                )
+            adapter = ",".join(a for a in folders.split("+") if a)
+        name = base.partition(":")[2]
+        if kind == "strategy" and not name:
+            raise ConfigError(
+                f"agent {text!r} needs a name after 'strategy:', e.g. strategy:TitForTat"
+            )
+        if kind == "openai" and not name:
+            raise ConfigError("agent 'openai:' needs a model name, e.g. openai:gpt-4o-mini")
+        return cls(text, kind, name, adapter)
+
+    @property
+    def is_llm(self) -> bool:
+        """Whether the spec names an LLM agent rather than a strategy."""
+        return self.kind in LLM_KINDS
+
+    def llm_options(self, options: LLMOptions) -> LLMOptions:
+        """``options`` with this spec's own adapter in place of ``options.adapter``."""
+        return options if self.adapter is None else replace(options, adapter=self.adapter)
+
+
 def agent_kind(spec: str) -> str:
     """Returns the kind a spec names: ``strategy``, ``hf``, ``openai``, ``vllm`` (``hf@A`` is
     ``hf``), or what stands before its ``:`` when that is none of them."""
@@ -84,32 +133,24 @@ def own_adapter(spec: str, options: LLMOptions) -> tuple[str, LLMOptions]:
     """
     if agent_kind(spec) not in LOCAL_KINDS or "@" not in spec:
         return spec, options
-    base, _, adapter = spec.rpartition("@")
-    if not adapter.strip("+"):
-        raise ConfigError(f"agent {spec!r}: name an adapter folder after '@' (hf@runs/x/adapter)")
-    return base, replace(options, adapter=",".join(a for a in adapter.split("+") if a))
+    parsed = AgentSpec.parse(spec)
+    return spec.rpartition("@")[0], parsed.llm_options(options)
 
 
-def make_agent(spec: str, game: Game | str, options: LLMOptions | None = None) -> Agent:
-    """Build the agent ``spec`` names for ``game``."""
+def make_agent(spec: str | AgentSpec, game: Game | str, options: LLMOptions | None = None) -> Agent:
+    """Build the agent ``spec`` names for ``game`` (a spec string is parsed once, here)."""
     from stratagem.games import get_game
 
     game = get_game(game) if isinstance(game, str) else game
-    kind, arg = agent_kind(spec), spec.partition(":")[2]
-    if kind not in KINDS:
-        raise UnknownNameError("agent kind", kind, KINDS)
-    if kind == "strategy":
-        if not arg:
-            raise ConfigError(
-                f"agent {spec!r} needs a name after 'strategy:', e.g. strategy:TitForTat"
-            )
-        return get_strategy(game.name, arg)
+    parsed = spec if isinstance(spec, AgentSpec) else AgentSpec.parse(spec)
+    if parsed.kind == "strategy":
+        return get_strategy(game.name, parsed.name)
     options = options or LLMOptions()
-    backend = make_backend(spec, options)
+    backend = make_backend(parsed, options)
     return LLMAgent(backend, game, options.sampling, fallback=options.fallback)
 
 
-def make_backend(spec: str, options: LLMOptions | None = None) -> Backend:
+def make_backend(spec: str | AgentSpec, options: LLMOptions | None = None) -> Backend:
     """Build the model behind an LLM agent spec (``hf[:MODEL][@ADAPTER]``, ``openai:MODEL``,
     ``vllm[:MODEL][@ADAPTER]``), without an agent around it (dialogue trees call the backend
     directly).
@@ -118,10 +159,15 @@ def make_backend(spec: str, options: LLMOptions | None = None) -> Backend:
         ConfigError: ``spec`` is not an LLM spec, a model folder or adapter does not exist,
             ``openai:`` has no model name, or vLLM cannot run here.
     """
-    spec, options = own_adapter(spec, options or LLMOptions())
-    kind, _, arg = spec.partition(":")
-    if kind not in LLM_KINDS:
+    if not isinstance(spec, AgentSpec) and agent_kind(spec) not in LLM_KINDS:
         raise ConfigError(f"{spec!r} is not an LLM agent: use hf[:MODEL], openai:MODEL or vllm")
+    parsed = spec if isinstance(spec, AgentSpec) else AgentSpec.parse(spec)
+    if not parsed.is_llm:
+        raise ConfigError(
+            f"{parsed.text!r} is not an LLM agent: use hf[:MODEL], openai:MODEL or vllm"
+        )
+    options = parsed.llm_options(options or LLMOptions())
+    kind, arg, spec = parsed.kind, parsed.name, parsed.text
     if kind == "hf":
         from stratagem.backends.hf import HFBackend
 
@@ -140,8 +186,6 @@ def make_backend(spec: str, options: LLMOptions | None = None) -> Backend:
         if why:
             raise ConfigError(f"agent {spec!r}: {why}")
         return VLLMBackend.from_options(arg, options)
-    if not arg:
-        raise ConfigError("agent 'openai:' needs a model name, e.g. openai:gpt-4o-mini")
     from stratagem.backends.openai import OpenAIBackend
 
     return OpenAIBackend.from_options(arg, options)

@@ -2,14 +2,14 @@
 (an in-process engine on a GPU), ``scripted`` (the test double).
 
 - ``base``: the ``Backend`` protocol, ``Sampling``, ``Generation``;
-- ``hf`` with ``hf_prompts`` (prompt encoding, prefix KV reuse) and ``hf_sampling`` (per-row
+- ``hf`` with ``hf.prompts`` (prompt encoding, prefix KV reuse) and ``hf.sampling`` (per-row
   seeded sampling and stopping); ``prefix_cache`` stores prompt KV caches;
-- ``openai`` with ``openai_http`` (the bounded HTTP client, retry hints) and ``openai_replies``
+- ``openai`` with ``openai.http`` (the bounded HTTP client, retry hints) and ``openai.replies``
   (reading replies into generations);
-- ``vllm``, and ``vllm_trainer`` (the engine sampling a trainer's rollouts);
+- ``vllm``, and ``training.engines.vllm`` (the engine sampling a trainer's rollouts);
 - ``trie`` (constrained choice scoring) and ``chains`` (trainers' chained token ids), shared by
   ``hf`` and ``vllm``;
-- ``cache``: the persistent response cache and ``CachedBackend``, with ``cache_store`` (its SQLite
+- ``cache``: the persistent response cache and ``CachedBackend``, with ``cache.store`` (its SQLite
   file, opened defensively); ``embedded``: the bundled model; ``sharded``: one backend spread
   over Ray workers.
 

@@ -25,7 +25,7 @@ How it maps the backend contract, and where it departs from ``hf``:
   gives a new adapter id so a trainer's updated weights are loaded afresh. Stacked adapters
   (``a,b``) must be merged first.
 - Prefix caching is on (``enable_prefix_caching``); ``reset_prefix_cache`` after weight updates.
-- A trainer's rollouts: ``vllm_trainer.TrainerVLLMBackend``.
+- A trainer's rollouts: ``training.engines.vllm.TrainerVLLMBackend``.
 """
 
 from __future__ import annotations

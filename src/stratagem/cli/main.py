@@ -25,7 +25,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from stratagem.cli.launch import resume_command
 from stratagem.cli.options import plain, register
-from stratagem.errors import StratagemError
+from stratagem.errors import ConfigError, StratagemError
 
 err = Console(stderr=True, soft_wrap=True)
 
@@ -177,6 +177,13 @@ COMMANDS: dict[str, Command] = {
 }
 
 
+# commands that moved out of the package: the old name says where they went
+MOVED = {
+    "claim-probe": "python -m experiments.claim_probe (from the repository root)",
+    "drills": "python -m experiments.drills (from the repository root)",
+}
+
+
 def load_command(name: str) -> Any:
     """The click command ``name``, built from its module (importing that module only)."""
     entry = COMMANDS[name]
@@ -207,6 +214,8 @@ class _Commands(TyperGroup):
         return list(COMMANDS)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in MOVED:
+            raise ConfigError(f"stratagem {cmd_name} moved: run {MOVED[cmd_name]}")
         if cmd_name not in COMMANDS:
             return None
         if self._listing:  # the group's help lists one line per command and loads none

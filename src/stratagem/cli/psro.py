@@ -1,7 +1,7 @@
 """``stratagem psro``: PSRO over a game's strategies, with the meta-strategy logged and plotted.
 
 Text games are simulated, solver trees can use the exact oracle, dialogue games run PSRO over
-instruction strings (``solvers.psro_setup``). Writes the resolved config, the per-iteration log
+instruction strings (``solvers.psro.setup``). Writes the resolved config, the per-iteration log
 (``psro.json``), the final meta-game (``meta_game.csv``) and the meta-strategy plot
 (``meta_strategy.png``); dialogue runs add ``proposals.json`` and ``usage.json``. ``psro.json``
 names the meta-solver's solution concept and logs each iteration's Nash and CCE gaps on the

@@ -1,4 +1,5 @@
-"""What the probe commands (``acceptance``, ``claim-probe``) share: a probe set whose model calls
+"""What the probe commands (``acceptance``, ``python -m experiments.claim_probe``) share: a probe
+set whose model calls
 failed stops the command before anything is written, and a finished one is written as one
 folder — a JSON summary, a plot and every probe episode's trace."""
 

@@ -301,7 +301,7 @@ class ReservationPrice(Bargainer):
     number it writes is one it was given or has just read, and its thought puts each open offer
     beside its reservation value and names the relation ("so the offer is lower") before it
     answers, so the one computation a demonstration needs is a single word after the two prices
-    it has just written (``training/drills/bargaining.py`` drills exactly that word)."""
+    it has just written (``experiments/drills/bargaining.py`` drills exactly that word)."""
 
     def target(self, view: BargainingView) -> float:
         """Returns its reservation value."""

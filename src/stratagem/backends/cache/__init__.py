@@ -4,7 +4,7 @@
 The key is a sha256 over everything that changes a response (backend kind, model, base URL,
 messages, generation parameters, the per-decision seed — so sampled repeats never collapse) and
 nothing that does not (concurrency, timeouts, retries). Only complete successes are stored. The
-file itself (``cache_store.ResponseCache``) is opened defensively: a corrupt entry is a miss with
+file itself (``cache.store.ResponseCache``) is opened defensively: a corrupt entry is a miss with
 a warning, an unreadable or locked file turns the cache off with one warning, and concurrent
 writers are serialised by SQLite.
 

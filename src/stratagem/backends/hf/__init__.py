@@ -7,8 +7,8 @@ One ``generate`` call runs all pending chats (left padding, longest first, in ch
 a trie over its tokens: at each branching point only the children's logits survive the mask, so
 actions that share a first sub-token are told apart at their shortest distinguishing prefix.
 
-Its parts: prompt encoding and prefix KV reuse in ``hf_prompts``, the per-row sampler and stop
-in ``hf_sampling``, the choice trie in ``trie``, trainers' chained token ids in ``chains``.
+Its parts: prompt encoding and prefix KV reuse in ``hf.prompts``, the per-row sampler and stop
+in ``hf.sampling``, the choice trie in ``trie``, trainers' chained token ids in ``chains``.
 """
 
 from __future__ import annotations

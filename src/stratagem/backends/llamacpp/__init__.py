@@ -1,12 +1,12 @@
 """A GGUF model served in-process by llama.cpp as a ``Backend``, prompted with transformers'
 tokenizer: batched generation with per-row seeds and stops, constrained choice distributions.
 
-Prompts are rendered and tokenized exactly as the hf backend does (``hf_prompts.ChatTokens``:
+Prompts are rendered and tokenized exactly as the hf backend does (``hf.prompts.ChatTokens``:
 the chat template, the system turn tokenized on its own, a trainer's chats continued from the
 ids they were given and sampled), and the ids go to llama.cpp as they are, so a generation's
 ``prompt_ids`` and ``token_ids`` are the transformers tokenizer's: the GGUF's own vocabulary is
 never used to tokenize. Sampling draws each row from its own generator seeded by its decision
-seed with ``hf_sampling.sample_rows`` — the hf backend's draw — on llama.cpp's logits.
+seed with ``hf.sampling.sample_rows`` — the hf backend's draw — on llama.cpp's logits.
 """
 
 from __future__ import annotations

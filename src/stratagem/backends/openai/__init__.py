@@ -26,8 +26,8 @@ RELIABILITY B and C.
   per-decision seed. API keys are read from the environment and never written anywhere.
 - Action probabilities use the endpoint's logprobs when offered, else a constrained re-ask.
 
-Its parts: the bounded HTTP client, URL checks and ``Retry-After`` in ``openai_http``; replies
-and cache entries read into generations in ``openai_replies``.
+Its parts: the bounded HTTP client, URL checks and ``Retry-After`` in ``openai.http``; replies
+and cache entries read into generations in ``openai.replies``.
 
 Departure: the backend's ``stop`` checks are ignored — a non-streamed completion cannot be
 stopped on a Python check, so callers parse the whole (capped) answer.

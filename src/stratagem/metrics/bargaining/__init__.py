@@ -5,7 +5,7 @@ quantity; ``summarise`` averages them per agent × role × regime (GFT/NGFT) wit
 ``ranking`` gives the paper's ranking score; ``price_tiers`` splits by quintile of the reference
 price or of the agent's own reservation value; ``profiles`` gives the six radar axes per role;
 ``pairwise`` the heatmap tables. The per-negotiation rows and their definitions live in
-``metrics.bargaining_rows`` (re-exported here). The ranking score is surplus share × deal rate,
+``metrics.bargaining.rows`` (re-exported here). The ranking score is surplus share × deal rate,
 GFT, per agent and role (seed 004 Table 7).
 
 Price tiers: quintile edges are computed once per tournament from the distinct scenarios of each

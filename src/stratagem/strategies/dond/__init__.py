@@ -1,7 +1,7 @@
 """Rule-based Deal or No Deal negotiators (SPEC §7): baselines, test opponents and warm-start
 demonstrators that act on the objective's λ and on the game's turn cap.
 
-They speak the small language of ``strategies.dond_talk`` (claims, deals, values statements, in
+They speak the small language of ``strategies.dond.talk`` (claims, deals, values statements, in
 several wordings drawn with the decision's seeded rng, never the writer's previous message
 verbatim).
 

@@ -22,7 +22,7 @@ same games — contexts, seeds, seats — against that agent instead, all of the
 the run never trained with (``train selfplay --partner-games`` trains with its own). Its games
 and rows go under the phase name ``fixed-<opponent>``.
 
-A checkpoint's phases are played in one call (``selfplay_data.play_groups``: one phase's games
+A checkpoint's phases are played in one call (``selfplay.data.play_groups``: one phase's games
 fill the batch while another's end), each into its own file.
 
 Writes ``RUN/evaluation-<games>/``: ``<phase>/iteration-K.jsonl`` (every game), ``summary.json``
