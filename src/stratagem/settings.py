@@ -280,12 +280,16 @@ def build(cls: type[C], values: Mapping[str, Any]) -> C:
     from pydantic import TypeAdapter, ValidationError
 
     missing = [
-        f.name
+        f
         for f in dataclasses.fields(cls)  # type: ignore[arg-type]
         if default_of(f) in (dataclasses.MISSING, Ellipsis) and f.name not in values
     ]
     if missing:
-        names = ", ".join("--" + m.replace("_", "-") for m in missing)
+        # a positional argument is named as the usage line shows it: RUN, not --run
+        names = ", ".join(
+            f.name.upper() if f.metadata.get("argument") else "--" + f.name.replace("_", "-")
+            for f in missing
+        )
         raise ConfigError(f"missing {names} (on the command line or in --config FILE)")
     try:
         instance = TypeAdapter(cls).validate_python(dict(values))

@@ -98,7 +98,10 @@ def options(cls: type, *, lists: tuple[str, ...] = ()) -> list[inspect.Parameter
         kind = kind_of(hints[f.name])
         help_text = _help_text(f, hints[f.name], kind, docs, lists)
         if f.metadata.get("argument"):
-            default = typer.Argument(None, help=help_text, show_default=False)
+            # optional to click, as a --config file may give it; build() says when it is missing
+            default = typer.Argument(
+                None, help=help_text, show_default=False, metavar=f.name.upper()
+            )
         else:
             default = typer.Option(None, *_decls(f, kind), help=help_text, show_default=False)
         params.append(
