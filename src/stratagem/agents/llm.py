@@ -12,6 +12,7 @@ episode goes on; for free-form turns an ``Invalid`` the game answers with a corr
 from __future__ import annotations
 
 import functools
+import math
 import random
 import time
 from collections.abc import Sequence
@@ -34,7 +35,6 @@ __all__ = ["LLMAgent", "chat_for"]
 
 Fallback = Literal["argmax", "sample", "none"]  # how an unparsed answer is settled
 FINAL_ASK = "Now give only your final action, one of: {choices}."
-DIRECT_ASK = "Reply with your action only."
 
 
 class LLMAgent:
@@ -168,14 +168,36 @@ class LLMAgent:
         return out
 
     def action_probs(self, batch: Sequence[Observation]) -> list[dict[str, float]]:
-        """Returns the constrained distribution over legal actions when asked to answer at
-        once (SPEC §4.3), per observation."""
-        chats: list[Chat] = []
-        for obs in batch:
-            chat = chat_for(obs)
-            chat[-1] = {"role": "user", "content": f"{obs.prompt}\n{DIRECT_ASK}"}
-            chats.append(chat)
-        return self.backend.choice_probs(chats, [o.legal for o in batch])
+        """Returns, per observation, the distribution over legal actions with which this agent
+        plays there when it answers with the action at once (SPEC §4.3).
+
+        The chat is exactly the one play shows (``chat_for``: no extra line). The backend's
+        constrained distribution (every continuation but the legal actions masked out) is
+        tempered by the agent's sampling temperature: greedy agents (temperature 0) play the most
+        likely action (ties split evenly), others ``p ** (1 / T)``, renormalised. ``top_p`` is
+        not modelled: it truncates the whole vocabulary, not the legal actions.
+        """
+        dists = self.backend.choice_probs([chat_for(o) for o in batch], [o.legal for o in batch])
+        return [tempered(d, self.sampling.temperature) for d in dists]
+
+
+def tempered(dist: dict[str, float], temperature: float) -> dict[str, float]:
+    """Returns ``dist`` at ``temperature``: the argmax (ties split) at 0, else ``p ** (1/T)``
+    renormalised."""
+    if temperature <= 0:
+        best = max(dist.values())
+        top = [a for a, p in dist.items() if p == best]
+        return {a: (1 / len(top) if a in top else 0.0) for a in dist}
+    if temperature == 1:
+        return dict(dist)
+    top = max(dist.values())
+    # in log space relative to the top action, so a small temperature cannot underflow to 0 / 0
+    powered = {
+        a: math.exp((math.log(p) - math.log(top)) / temperature) if p > 0 else 0.0
+        for a, p in dist.items()
+    }
+    total = sum(powered.values())
+    return {a: p / total for a, p in powered.items()}
 
 
 def _fallback_chat(chat: Chat, gen: Generation, obs: Observation) -> list[Message]:

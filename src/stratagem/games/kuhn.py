@@ -275,10 +275,13 @@ class Kuhn:
         """Returns one hand as a solver tree (players are positions: 0 acts first)."""
         return game_tree()
 
-    def infoset_observations(self) -> dict[str, Observation[KuhnView]]:
-        """Returns an observation for each of the 12 information sets (first hand) as the seat
-        sees it there in play (``single``: the whole hand in one prompt, no chat)."""
-        observations = infoset_observations()
+    def infoset_observations(
+        self, prefix: MatchPrefix | None = None
+    ) -> dict[str, Observation[KuhnView]]:
+        """Returns an observation for each information set of the first hand (all 12), or of the
+        hand ``prefix`` leads to (the prefix seat's 6), as the seat sees it there in play
+        (``single``: the whole story in one prompt, no chat)."""
+        observations = infoset_observations(prefix)
         if self._params["prompt_style"] == "chat":
             return observations
         return {
@@ -378,22 +381,52 @@ def _decision_node(cards: tuple[str, str], history: History) -> EagerNode:
     return EagerNode.decision(player, infoset_key(cards[player], history), tuple(legal), children)
 
 
-def infoset_observations() -> dict[str, Observation[KuhnView]]:
-    """An observation for each of the 12 information sets (first hand) with the seat's chat there
-    in play: its earlier decision of the hand, answered with the bare action token."""
+@dataclass(frozen=True)
+class MatchPrefix:
+    """The earlier hands of a match as one seat lived them: the probe of a later hand asks the
+    seat at the start of hand ``len(past)`` with exactly this behind it."""
+
+    seat: Seat
+    cards: tuple[tuple[str, str], ...]  # the earlier hands' cards (seat 0's, seat 1's)
+    past: tuple[RoundResult, ...]  # the earlier hands' results
+    chat: tuple[Message, ...]  # the seat's conversation up to the end of the last earlier hand
+
+    @property
+    def hand(self) -> int:
+        """The 0-based hand this prefix leads to."""
+        return len(self.past)
+
+
+def infoset_observations(prefix: MatchPrefix | None = None) -> dict[str, Observation[KuhnView]]:
+    """An observation for each information set of one hand with the seat's chat there in play:
+    its earlier decision of the hand answered with the bare action token.
+
+    Without ``prefix``: the first hand, all 12 information sets (both positions). With one: hand
+    ``prefix.hand``, the 6 information sets of the position ``prefix.seat`` holds in that hand,
+    each chat opening with the prefix's conversation.
+    """
+    hand = prefix.hand if prefix else 0
     out: dict[str, Observation[KuhnView]] = {}
     for history in LEGAL:  # every history comes after its prefixes
         position = len(history) % 2
+        seat = (first_seat(hand) + position) % 2
+        if prefix is not None and seat != prefix.seat:
+            continue
         for card in CARDS:
             other = next(c for c in CARDS if c != card)
-            deal = (card, other) if position == 0 else (other, card)
-            state = KuhnState(seed=0, cards=(deal,) * HANDS)
+            deal = (card, other) if seat == 0 else (other, card)
+            earlier = prefix.cards if prefix else ()
+            state = KuhnState(seed=0, cards=(*earlier, *(deal,) * (HANDS - hand)))
+            state.hand = hand
+            state.past = list(prefix.past) if prefix else []
             for a in history:
                 state.apply({state._seat_to_act(): a})
-            obs = state.observe(position)
+            obs = state.observe(seat)
             if len(history) >= 2:  # this seat acted two moves ago
                 before = out[infoset_key(card, history[:-2])]
                 said = (Message("user", before.prompt), Message("assistant", str(history[-2])))
                 obs = dataclasses.replace(obs, history=(*before.history, *said))
+            elif prefix is not None:
+                obs = dataclasses.replace(obs, history=prefix.chat)
             out[infoset_key(card, history)] = obs
     return out
