@@ -186,8 +186,8 @@ def tempered(dist: dict[str, float], temperature: float) -> dict[str, float]:
     renormalised."""
     if temperature <= 0:
         best = max(dist.values())
-        top = [a for a, p in dist.items() if p == best]
-        return {a: (1 / len(top) if a in top else 0.0) for a in dist}
+        argmax = [a for a, p in dist.items() if p == best]
+        return {a: (1 / len(argmax) if a in argmax else 0.0) for a in dist}
     if temperature == 1:
         return dict(dist)
     top = max(dist.values())

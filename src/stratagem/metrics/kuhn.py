@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from stratagem.agent import Agent, ReportsActionProbs
 from stratagem.episode import Episode
@@ -129,14 +129,14 @@ def exploitability_by_hand(
 def _match_prefixes(game: Any, agent: Agent, opponent: Agent, seed: int) -> list[list[Any]]:
     """Plays one match per seat of the agent (both in lockstep, batched); returns, per seat, the
     ``MatchPrefix`` at the start of every hand."""
-    from stratagem.games.kuhn import MatchPrefix
+    from stratagem.games.kuhn import KuhnState, MatchPrefix
 
-    names = (agent.name, opponent.name)
-    episodes = [Episode(game, f"probe-seat{s}", seed, names[:: 1 - 2 * s]) for s in (0, 1)]
+    seated = ((agent.name, opponent.name), (opponent.name, agent.name))
+    episodes = [Episode(game, f"probe-seat{s}", seed, seated[s]) for s in (0, 1)]
     prefixes: list[list[MatchPrefix]] = [[], []]
     while not all(e.done for e in episodes):
         for seat, episode in enumerate(episodes):
-            state = episode.state
+            state = cast(KuhnState, episode.state)
             if not episode.done and len(prefixes[seat]) == state.hand:
                 prefixes[seat].append(
                     MatchPrefix(
