@@ -210,21 +210,37 @@ def test_the_training_and_evaluation_games_are_those_of_runs_made_before_selecti
     assert digest == "1ff0599f3a9a1f523464c5a38a5ef5176f13b38f93df5eb0a86750d81eefb7c3"
 
 
-def test_games_replayed_past_a_runs_own_stay_off_its_selection_contexts():
-    from stratagem.training.selfplay.evaluate import off_selection
+@pytest.mark.parametrize(("seed", "select", "redrawn"), [(0, 48, (9, 11)), (43, 24, (3, 3))])
+def test_replayed_games_are_a_plain_runs_but_those_on_its_selection_contexts(seed, select, redrawn):
+    """``selfplay-eval --games 96`` of a run with ``--select-games`` plays the games of the same
+    run without it, except those on a selection context (or its mirror): only those are drawn
+    again, by their own seed, and none of them lands on one."""
+    from stratagem.training.selfplay.evaluate import _phase_specs, redrawn_count
 
-    agent = get_strategy("dond", "FairSplit")
-    run = SelfPlayArgs(eval_games=24, select_games=48)
-    split = split_contexts(all_contexts(), run.seed)
-    chosen = scenario_set(selfplay.game_specs("select", agent, agent, run, 0))
-    replay = dataclasses.replace(run, eval_games=200)  # selfplay-eval --games 200
-    specs = selfplay.game_specs("selfplay", agent, agent, replay, 2, split)
-    moved = off_selection(specs, split, replay, own=24)
-    assert moved[:24] == specs[:24]  # the run's own games, as it played them
-    assert [s.seed for s in moved] == [s.seed for s in specs]
-    later = scenario_set(moved[24:])
-    assert not later & (chosen | {mirror(c) for c in chosen}) and later <= set(split.held_out)
-    assert scenario_set(specs[24:]) & chosen  # drawn plainly, they would overlap
+    agent, fixed = get_strategy("dond", "FairSplit"), get_strategy("dond", "Cooperative")
+    run = SelfPlayArgs(eval_games=24, select_games=select, seed=seed)
+    split = split_contexts(all_contexts(), seed)
+    chosen = scenario_set(selfplay.game_specs("select", agent, fixed, run, 0))
+    chosen |= {mirror(c) for c in chosen}
+    replay = dataclasses.replace(run, eval_games=96)  # selfplay-eval --games 96
+    plain = dataclasses.replace(replay, select_games=0)  # the same run without --select-games
+    for phase, count in zip(("selfplay", "fixed"), redrawn, strict=True):
+        games = _phase_specs(phase, agent, fixed, replay, 2, split, own=24)
+        without = _phase_specs(phase, agent, fixed, plain, 2, split, own=24)
+        assert [s.episode_id for s in games] == [s.episode_id for s in without]
+        assert [(s.seed, s.agents) for s in games] == [(s.seed, s.agents) for s in without]
+        moved = [
+            k
+            for k, (a, b) in enumerate(zip(games, without, strict=True))
+            if a.scenario != b.scenario
+        ]
+        assert moved == [k for k, s in enumerate(without) if s.scenario in chosen]
+        assert moved == [k for k, s in enumerate(games) if s.meta.get("redrawn")]
+        assert len(moved) == redrawn_count(games) == count and min(moved) >= 24
+        assert not scenario_set(games) & chosen and scenario_set(games) <= set(split.held_out)
+        for k in range(96):  # the rest: the plain run's games, meta and all
+            if k not in moved:
+                assert games[k] == without[k]
 
 
 def test_partner_games_play_the_fixed_agent_on_training_contexts_alternating_seats():

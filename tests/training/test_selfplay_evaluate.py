@@ -11,23 +11,51 @@ import sys
 import pytest
 
 from stratagem.errors import ConfigError, UnknownNameError
-from stratagem.games.dond import all_contexts
-from stratagem.trace import Trace, read_traces, write_traces
+from stratagem.games.dond import all_contexts, joint_values
+from stratagem.metrics.paired import PairingError
+from stratagem.trace import RoundResult, Trace, read_traces, write_traces
 from stratagem.training.selfplay import evaluate as selfplay_evaluate
 from stratagem.training.selfplay.evaluate import (
+    check_written,
     evaluate_checkpoints,
-    paired_change,
     run_settings,
     seed_from_run,
+)
+from stratagem.training.selfplay.pairing import (
+    CheckpointEvaluation,
+    paired_change,
+    paired_changes,
+    summary_markdown,
 )
 from stratagem.training.selfplay.trainer import train_selfplay
 from tests.training.test_selfplay import result_trace, steered, tiny_settings  # noqa: F401
 from tests.training.test_selfplay_contexts import write_context_file
 
+CONTEXT = all_contexts()[0]
+JOINT = joint_values(CONTEXT.counts, CONTEXT.values)
+BEST = max(JOINT, key=JOINT.__getitem__)  # seat 0's share in a joint-best division
+WORSE = min(JOINT, key=JOINT.__getitem__)
 
-def game(index: int, payoffs, phase: str = "selfplay", seat: int = 0, status="complete") -> Trace:
-    trace = result_trace(f"key/1/{phase}/{index}", payoffs, payoffs[0] > 0, status)
-    return dataclasses.replace(trace, meta={"phase": phase, "index": index, "seat": seat})
+
+def game(
+    index: int,
+    payoffs,
+    phase: str = "selfplay",
+    seat: int = 0,
+    status="complete",
+    best: bool = False,
+    context=CONTEXT,
+) -> Trace:
+    """A finished game at ``index``: agreed when seat 0 scored, joint-best when ``best``."""
+    trace = result_trace(f"key/1/{phase}/{index}", payoffs, payoffs[0] > 0, status, context)
+    info = dict(trace.rounds[0].info)
+    share = BEST if best else WORSE
+    info["proposals"] = [list(share), [n - x for n, x in zip(CONTEXT.counts, share, strict=True)]]
+    return dataclasses.replace(
+        trace,
+        meta={"phase": phase, "index": index, "seat": seat},
+        rounds=(RoundResult(0, (), payoffs, info),),
+    )
 
 
 def test_the_paired_change_is_the_mean_of_each_games_difference():
@@ -44,6 +72,92 @@ def test_the_paired_change_is_the_mean_of_each_games_difference():
     # a game that errored on either side is left out of the pairs
     errored = [game(0, (0.0, 0.0), status="error"), game(1, (3.0, 3.0)), game(2, (8.0, 8.0))]
     assert paired_change(before, errored, "selfplay").n == 2
+
+
+def test_a_paired_change_refuses_sides_that_played_other_games():
+    other = all_contexts()[7]
+    before = [game(k, (5.0, 5.0)) for k in range(4)]
+    after = [game(k, (6.0, 6.0), context=other if k == 2 else CONTEXT) for k in range(4)]
+    with pytest.raises(PairingError) as e:
+        paired_change(before, after, "selfplay")
+    assert str(e.value).startswith(
+        f"not paired: game 2 is '#2 seed 0 context {CONTEXT.id}' in the first checkpoint's "
+        f"games and '#2 seed 0 context {other.id}' in the other's (4 and 4 games)"
+    )
+    reseeded = [dataclasses.replace(t, seed=9) if k == 3 else t for k, t in enumerate(before)]
+    with pytest.raises(
+        PairingError, match="game 3 is '#3 seed 9 .* first .* '#3 seed 0 .* other's"
+    ):
+        paired_changes(reseeded, before, "selfplay")
+
+
+def test_paired_changes_give_mcnemar_on_joint_best_and_agreement_and_a_bootstrap_interval():
+    # games 0-5: joint-best 2 gained (0, 1), 1 lost (2); agreement 1 gained (3), 1 lost (4)
+    before = [
+        game(0, (5.0, 5.0)),
+        game(1, (6.0, 4.0)),
+        game(2, (9.0, 9.0), best=True),
+        game(3, (0.0, 0.0)),
+        game(4, (7.0, 3.0)),
+        game(5, (4.0, 4.0), best=True),
+    ]
+    after = [
+        game(0, (9.0, 9.0), best=True),
+        game(1, (8.0, 8.0), best=True),
+        game(2, (5.0, 5.0)),
+        game(3, (6.0, 2.0)),
+        game(4, (0.0, 0.0)),
+        game(5, (4.0, 4.0), best=True),
+    ]
+    changes = paired_changes(before, after, "selfplay")
+    assert changes is not None
+    jb, agreed = changes.joint_best, changes.agreement
+    assert (jb.gained, jb.lost, jb.p) == (2, 1, 1.0) and jb.change.value == pytest.approx(1 / 6)
+    assert (agreed.gained, agreed.lost, agreed.p) == (1, 1, 1.0) and agreed.change.value == 0
+    # per game (mean of both seats): +4, +3, -4, +4, -5, 0
+    assert changes.score.change.value == pytest.approx(2 / 6) and changes.score.change.n == 6
+    assert changes.score.low < 2 / 6 < changes.score.high
+    evaluation = CheckpointEvaluation(4, "selfplay", {}, changes, redrawn=3)
+    row = evaluation.row()
+    assert row["redrawn_games"] == 3
+    assert row["paired_joint_best"]["mcnemar"] == {"gained": 2, "lost": 1, "p": 1.0}
+    assert row["paired_score_bootstrap_95"] == [changes.score.low, changes.score.high]
+    assert evaluation.joint_best_text() == "+0.167 (2 vs 1, p 1.00)"
+    assert paired_changes(before[:1], [game(0, (1.0, 1.0), status="error")], "selfplay") is None
+
+
+def test_the_summary_says_how_many_games_were_drawn_again():
+    from stratagem.metrics.estimate import Estimate
+
+    names = ("score", "agreement_rate", "pareto_rate", "joint_best_rate")
+    metrics = {name: Estimate(5.0 if name == "score" else 1.0, 0.0, 3) for name in names}
+    first = CheckpointEvaluation(0, "selfplay", metrics, None, 2)
+    fixed = CheckpointEvaluation(0, "fixed", metrics, None, 1)
+    text = summary_markdown([first, fixed], 3)
+    assert text.endswith(
+        "Re-drawn off the run's selection contexts: selfplay 2 of 3, fixed 1 of 3.\n"
+    )
+    assert (
+        "| selfplay | 0 | 3 | 5.00 ± 0.00 | — | 1.00 ± 0.00 | 1.00 ± 0.00 | 1.00 ± 0.00 | — | 0 |"
+        in text
+    )
+
+
+def test_games_written_on_other_contexts_than_drawn_now_are_refused(tmp_path):
+    from stratagem.episode import EpisodeSpec
+
+    other = all_contexts()[7]
+    specs = [
+        EpisodeSpec(f"1/selfplay/{k}", 0, (None, None), {"index": k}, CONTEXT) for k in range(3)
+    ]  # type: ignore[arg-type]
+    path = tmp_path / "selfplay" / "iteration-1.jsonl"
+    check_written(path, specs)  # nothing written yet
+    path.parent.mkdir()
+    write_traces(path, [game(0, (5.0, 5.0)), game(1, (5.0, 5.0), context=other)])
+    with pytest.raises(ConfigError, match=f"game 1 was played with seed 0 on context {other.id}"):
+        check_written(path, specs)
+    write_traces(path, [game(0, (5.0, 5.0)), game(1, (5.0, 5.0), status="error", context=other)])
+    check_written(path, specs)  # an errored game is played again anyway
 
 
 def test_seeding_copies_the_runs_own_games_of_the_phase_and_never_overwrites(tmp_path):
@@ -156,6 +270,10 @@ def test_a_reloaded_checkpoint_replays_the_runs_games_and_plays_more(
         "selfplay",
     )
     assert results[1].paired == expected and summary[1]["paired_score_change"][2] == 3
+    assert [r["redrawn_games"] for r in summary] == [0] * 4  # a run without --select-games
+    assert (
+        summary[1]["paired_joint_best"]["change"][2] == 3 and summary[0]["paired_agreement"] is None
+    )
     assert summary[1]["score"][2] == 3 and (out / "summary.md").read_text().count("\n") == 2 + 4 + 2
 
     # against an agent the run never played: the same games (contexts, seeds, seats), all played

@@ -13,6 +13,15 @@ from stratagem.errors import ConfigError
 from stratagem.settings import Positive, opt
 
 console = Console()
+COLUMNS = (
+    "phase",
+    "checkpoint",
+    "score",
+    "paired change [95 %]",
+    "agreement",
+    "joint-best",
+    "joint-best, paired (gained vs lost, McNemar p)",
+)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -20,7 +29,8 @@ class SelfPlayEvalConfig:
     """Evaluate a self-play run's checkpoints on more games.
 
     More held-out games than the run played, the same for every checkpoint, with paired changes
-    from the first."""
+    from the first (checked to be over the same games). For a run that chose on selection games,
+    the games on its selection contexts are drawn again, and the count is printed."""
 
     run: Path = opt(..., argument=True)
     """A run folder written by `stratagem train selfplay`."""
@@ -46,7 +56,7 @@ def selfplay_eval_command(cfg: SelfPlayEvalConfig) -> None:
         cfg.run, checkpoints, cfg.games, phases, log=console.print, opponent=cfg.opponent
     )
     table = Table(title=f"{cfg.run}: {cfg.games} games per phase and checkpoint")
-    for name in ("phase", "checkpoint", "score", "paired change", "agreement", "joint-best"):
+    for name in COLUMNS:
         table.add_column(name, justify="left" if name == "phase" else "right")
     for r in results:
         m = r.metrics
@@ -57,8 +67,14 @@ def selfplay_eval_command(cfg: SelfPlayEvalConfig) -> None:
             r.paired_text(),
             str(m["agreement_rate"]),
             str(m["joint_best_rate"]),
+            r.joint_best_text(),
         )
     console.print(table)
+    redrawn = {r.phase: r.redrawn for r in results}
+    console.print(
+        "re-drawn off the run's selection contexts: "
+        + ", ".join(f"{phase} {n} of {cfg.games} games" for phase, n in redrawn.items())
+    )
     console.print(f"wrote {Path(cfg.run) / f'evaluation-{cfg.games}'}")
 
 

@@ -60,6 +60,25 @@ class Context:
             raise ConfigError("dond: a scenario has exactly two value vectors")
         return cls(counts, values)
 
+    def mirror(self) -> Context:
+        """The same game seen from the other seat: the counts, the two value vectors swapped."""
+        return Context(self.counts, (self.values[1], self.values[0]))
+
+    @property
+    def id(self) -> str:
+        """The context's id, what pairs games by context: counts, then seat 0's and seat 1's
+        values, e.g. ``"1,2,4|2,1,1|4,2,0"``."""
+        return "|".join(",".join(map(str, xs)) for xs in (self.counts, *self.values))
+
+
+def context_id(scenario: Context | Mapping[str, Any]) -> str:
+    """The ``Context.id`` of a context or of its dict form (a trace's ``scenario``).
+
+    Raises:
+        ConfigError: a malformed dict form.
+    """
+    return (scenario if isinstance(scenario, Context) else Context.from_dict(scenario)).id
+
 
 def _items(xs: Sequence[Any]) -> Items:
     if len(xs) != 3 or not all(isinstance(x, int) and not isinstance(x, bool) for x in xs):
@@ -163,8 +182,7 @@ class ContextSplit:
         Raises:
             ConfigError: no held-out context would be left.
         """
-        mirrors = {Context(c.counts, (c.values[1], c.values[0])) for c in used}
-        taken = set(used) | mirrors
+        taken = set(used) | {c.mirror() for c in used}
         rest = tuple(c for c in self.held_out if c not in taken)
         if not rest:
             raise ConfigError(
@@ -172,6 +190,22 @@ class ContextSplit:
                 "none is left for a second set of evaluation games"
             )
         return ContextSplit(self.train, rest)
+
+    def draw_avoiding(self, avoid: Collection[Context], seed: int) -> tuple[Context, bool]:
+        """The held-out context of a game seeded ``seed`` that is neither in ``avoid`` nor the
+        mirror of one, and whether it was drawn again.
+
+        It is ``draw(held_out=True, seed=seed)`` whenever that one is not avoided, so that the
+        games of a set that avoids some contexts are those of one that avoids none except where
+        they must differ; an avoided one is drawn again, by the same seed, from ``without(avoid)``.
+
+        Raises:
+            ConfigError: ``avoid`` and its mirrors are every held-out context.
+        """
+        context = self.draw(held_out=True, seed=seed)
+        if context not in avoid and context.mirror() not in avoid:
+            return context, False
+        return self.without(avoid).draw(held_out=True, seed=seed), True
 
 
 def split_contexts(

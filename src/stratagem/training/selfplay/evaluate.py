@@ -8,14 +8,20 @@ contexts, per-game seeds and seats) for the policy saved at each chosen checkpoi
 ``games`` games per phase. Games ``0 .. eval_games - 1`` of a phase are the run's own evaluation
 games, copied from its traces (a reloaded checkpoint plays them token for token as the run did:
 every decision samples with its own seed, whatever else is in the batch); the rest are played.
-For a run that chose its checkpoints on selection games (``--select-games``), the games beyond
-its own draw their contexts off the selection games' (and their mirrors), so that a checkpoint
-is not evaluated again on the contexts it was chosen on.
+For a run that chose its checkpoints on selection games (``--select-games``), only the games
+whose context is a selection game's context (or its mirror) are drawn again, by their own seed,
+off those contexts (``off_selection``; marked ``meta["redrawn"]``), so that a checkpoint is not
+evaluated again on the contexts it was chosen on; every other game is the game a run without
+``--select-games`` plays, so that such a run and its start (or another run from the same seed)
+stay paired on all games but those. How many were drawn again is logged and written.
 
-Besides every ``metrics.dond`` metric per checkpoint, it reports the *paired* change of the score
-from the first checkpoint named: the mean over the same games of each game's difference (the
-self-play objective averaged over both seats, or the policy's score against the fixed agent),
-which cancels the spread between contexts that an unpaired comparison carries.
+Besides every ``metrics.dond`` metric per checkpoint, it reports *paired* changes from the first
+checkpoint named, over the same games (``selfplay.pairing``, on ``metrics.paired``; each checks
+first, by seed and context, that both sides played the same games, and refuses otherwise): the
+score's (the self-play objective averaged over both seats, or the policy's score against the
+fixed agent) as mean ± standard error with a 95 % paired bootstrap interval, which cancels the
+spread between contexts that an unpaired comparison carries; the joint-best and agreement
+rates' with the exact McNemar test of their discordant games.
 
 With ``opponent`` (another rule-based agent than the run's), the ``fixed`` phase plays the
 same games — contexts, seeds, seats — against that agent instead, all of them played: a partner
@@ -28,25 +34,31 @@ fill the batch while another's end), each into its own file.
 Writes ``RUN/evaluation-<games>/``: ``<phase>/iteration-K.jsonl`` (every game), ``summary.json``
 and ``summary.md`` (of the checkpoints and phases named in this call: naming again those of an
 earlier call reads their games back instead of playing them). A rerun skips the games already
-written and plays again those that errored.
+written and plays again those that errored; a written game on another context or seed than
+this evaluation draws (a folder written before the later games were drawn as now) is refused,
+naming the file and the game.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from stratagem.errors import ConfigError
+from stratagem.games.dond.contexts import context_id
 from stratagem.metrics.dond import complete, dond_metrics
-from stratagem.metrics.estimate import Estimate, mean_estimate
 from stratagem.runs import read_fingerprint
 from stratagem.trace import Trace, read_traces, write_traces
 from stratagem.training.selfplay.args import SelfPlayArgs, dond_game
+from stratagem.training.selfplay.pairing import (
+    CheckpointEvaluation,
+    paired_changes,
+    summary_markdown,
+)
 
 if TYPE_CHECKING:
     from stratagem.agent import Agent
@@ -54,30 +66,6 @@ if TYPE_CHECKING:
     from stratagem.play import EpisodeSpec
 
 PHASES = ("selfplay", "fixed")
-
-
-@dataclass(frozen=True)
-class CheckpointEvaluation:
-    """One checkpoint's games of one phase: its metrics and the paired change of its score."""
-
-    checkpoint: int
-    phase: str
-    metrics: dict[str, Estimate]
-    paired: Estimate | None  # from the first checkpoint; None for that one
-
-    def paired_text(self) -> str:
-        """The paired change as a table cell: "+0.70 ± 0.62", or "—" for the first checkpoint."""
-        return (
-            "—" if self.paired is None else f"{self.paired.value:+.2f} ± {self.paired.stderr:.2f}"
-        )
-
-    def row(self) -> dict[str, Any]:
-        """The JSON form: ``{name: [value, stderr, n]}``."""
-        as_list = lambda e: [e.value, e.stderr, e.n]  # noqa: E731
-        out: dict[str, Any] = {"checkpoint": self.checkpoint, "phase": self.phase}
-        out["paired_score_change"] = None if self.paired is None else as_list(self.paired)
-        out.update({name: as_list(e) for name, e in self.metrics.items()})
-        return out
 
 
 def run_settings(run: Path, games: int) -> SelfPlayArgs:
@@ -109,17 +97,49 @@ def run_settings(run: Path, games: int) -> SelfPlayArgs:
 def off_selection(
     specs: list[EpisodeSpec], split: ContextSplit, args: SelfPlayArgs, own: int
 ) -> list[EpisodeSpec]:
-    """``specs`` (one evaluation phase of ``args``, a run that chose on selection games) with
-    every game past the run's ``own`` evaluation games drawn again, by its own seed, off the
-    held-out contexts of the run's selection games and their mirrors."""
+    """``specs`` (one evaluation phase of ``args``, a run that chose on selection games and
+    played ``own`` evaluation games a phase) with the games whose context is one of the run's
+    selection contexts, or a mirror of one, drawn again by their own seed off those
+    (``ContextSplit.draw_avoiding``) and marked ``meta["redrawn"]``; every other game as it was.
+
+    The run's own games are never drawn again: its selection contexts are drawn off theirs.
+    """
     from stratagem.training.selfplay.trainer import evaluation_contexts, selection_split
 
     selection = selection_split(split, replace(args, eval_games=own))
-    rest = split.without(evaluation_contexts(selection, args, "select"))
-    return [
-        s if s.meta["index"] < own else replace(s, scenario=rest.draw(held_out=True, seed=s.seed))
-        for s in specs
-    ]
+    avoid = set(evaluation_contexts(selection, args, "select"))
+    out = []
+    for s in specs:
+        context, redrawn = split.draw_avoiding(avoid, s.seed)
+        out.append(replace(s, scenario=context, meta={**s.meta, "redrawn": True}) if redrawn else s)
+    return out
+
+
+def redrawn_count(specs: Sequence[EpisodeSpec]) -> int:
+    """How many of ``specs`` ``off_selection`` drew again."""
+    return sum(1 for s in specs if s.meta.get("redrawn"))
+
+
+def check_written(path: Path, specs: Sequence[EpisodeSpec]) -> None:
+    """Checks that every complete game already in ``path`` (games a rerun skips) is the game
+    ``specs`` lists at its index: the same seed and context.
+
+    Raises:
+        ConfigError: the first that is not, naming the file, and both games' seed and context.
+    """
+    if not path.exists():
+        return
+    wanted = {s.meta["index"]: (s.seed, context_id(s.scenario)) for s in specs}
+    for t in complete(read_traces(path)):
+        k = t.meta.get("index")
+        if k in wanted and (t.seed, context_id(t.scenario)) != wanted[k]:
+            seed, context = wanted[k]
+            raise ConfigError(
+                f"{path}: game {k} was played with seed {t.seed} on context "
+                f"{context_id(t.scenario)}, but this evaluation draws seed {seed} on {context} "
+                "(written before selfplay-eval drew a run's later games as now?); move the "
+                "evaluation folder away and evaluate again"
+            )
 
 
 def checkpoint_folder(run: Path, checkpoint: int) -> Path:
@@ -156,21 +176,6 @@ def seed_from_run(run: Path, checkpoint: int, phase: str, target: Path) -> int:
     write_traces(partial, own)
     os.replace(partial, target)
     return len(own)
-
-
-def game_score(trace: Trace, phase: str) -> float:
-    """The score a paired comparison compares: the self-play objective of both seats' mean, or
-    the policy's seat's score against the fixed agent."""
-    payoffs = trace.rounds[-1].payoffs
-    return sum(payoffs) / 2 if phase == "selfplay" else payoffs[trace.meta["seat"]]
-
-
-def paired_change(before: Sequence[Trace], after: Sequence[Trace], phase: str) -> Estimate:
-    """Mean ± standard error of ``after``'s score minus ``before``'s, game by game (matched by
-    their index; games that errored on either side left out)."""
-    first = {t.meta["index"]: game_score(t, phase) for t in complete(before)}
-    second = {t.meta["index"]: game_score(t, phase) for t in complete(after)}
-    return mean_estimate([second[k] - first[k] for k in sorted(first) if k in second])
 
 
 def evaluate_checkpoints(
@@ -213,6 +218,7 @@ def evaluate_checkpoints(
     own = int(read_fingerprint(run)["eval_games"])  # the run's own games per phase
     policy, tokenizer = load_policy(args)
     played: dict[tuple[int, str], list[Trace]] = {}
+    redrawn: dict[str, int] = {}
     for k, folder in folders.items():
         weights = load_file(str(folder / "adapter" / "adapter_model.safetensors"))
         set_peft_model_state_dict(policy, weights)
@@ -221,8 +227,14 @@ def evaluate_checkpoints(
         for phase in phases:
             path = out / names[phase] / f"iteration-{k}.jsonl"
             copied = seed_from_run(run, k, phase, path) if names[phase] == phase else 0
-            log(f"checkpoint {k}: {games} {names[phase]} games ({copied} of them the run's own)")
-            groups.append(_phase_specs(phase, agent, fixed, args, k, split, own))
+            specs = _phase_specs(phase, agent, fixed, args, k, split, own)
+            check_written(path, specs)
+            redrawn[phase] = redrawn_count(specs)
+            log(
+                f"checkpoint {k}: {games} {names[phase]} games ({copied} of them the run's own, "
+                f"{redrawn[phase]} re-drawn off its selection contexts)"
+            )
+            groups.append(specs)
             paths.append(path)
         # the phases share the batch, as in the trainer's own evaluation
         for phase, traces in zip(
@@ -231,7 +243,7 @@ def evaluate_checkpoints(
             played[k, phase] = traces
         del agent  # and with it the backend's prompt caches
         release_memory()
-    results = _evaluations(played, checkpoints, phases, names)
+    results = _evaluations(played, checkpoints, phases, names, redrawn)
     _write_summary(out, results, games)
     return results
 
@@ -279,17 +291,20 @@ def _evaluations(
     checkpoints: Sequence[int],
     phases: Sequence[str],
     names: dict[str, str],
+    redrawn: dict[str, int],
 ) -> list[CheckpointEvaluation]:
     """Each phase's evaluation of each checkpoint from its ``played[checkpoint, phase]``
-    games, phase by phase, paired against the first checkpoint's games."""
+    games, phase by phase, paired against the first checkpoint's games (``redrawn[phase]``:
+    how many of the phase's games ``off_selection`` drew again)."""
     results = []
     for phase in phases:
         base = played[checkpoints[0], phase]
         for k in checkpoints:
             traces = played[k, phase]
-            paired = None if k == checkpoints[0] else paired_change(base, traces, phase)
+            changes = None if k == checkpoints[0] else paired_changes(base, traces, phase)
             metrics = dond_metrics(traces, both_seats=phase == "selfplay")
-            results.append(CheckpointEvaluation(k, names[phase], metrics, paired))
+            evaluation = CheckpointEvaluation(k, names[phase], metrics, changes, redrawn[phase])
+            results.append(evaluation)
     return results
 
 
@@ -299,36 +314,3 @@ def _write_summary(out: Path, results: Sequence[CheckpointEvaluation], games: in
         json.dumps([r.row() for r in results], indent=1) + "\n", encoding="utf-8"
     )
     (out / "summary.md").write_text(summary_markdown(results, games), encoding="utf-8")
-
-
-def summary_markdown(results: Sequence[CheckpointEvaluation], games: int) -> str:
-    """One table row per checkpoint and phase: score, paired change, agreement, Pareto and
-    joint-best rates, failed games."""
-    lines = [
-        "| phase | checkpoint | games | score | paired change | agreement | Pareto | joint-best "
-        "| no agreement |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for r in results:
-        m = r.metrics
-        failed = round(m["agreement_rate"].n * (1 - m["agreement_rate"].value))
-        cells = [
-            r.phase,
-            str(r.checkpoint),
-            str(m["agreement_rate"].n),
-            _pm(m["score"]),
-            r.paired_text(),
-            _pm(m["agreement_rate"]),
-            _pm(m["pareto_rate"]),
-            _pm(m["joint_best_rate"]),
-            str(failed),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    note = (
-        f"\n{games} games per phase and checkpoint; paired: the same games, from the first row.\n"
-    )
-    return "\n".join(lines) + "\n" + note
-
-
-def _pm(e: Estimate) -> str:
-    return f"{e.value:.2f} ± {e.stderr:.2f}" if math.isfinite(e.value) else "—"
