@@ -42,6 +42,9 @@ MAX_LINES, SOFT_LINES = 500, 400  # hard cap; above SOFT_LINES a module is named
 LONG_MODULES = {
     "stratagem.training.sft.data": "the SFT data writer: the SEPO datasets and the chats of any "
     "game, their split, card and filters, one pipeline read top to bottom",
+    "stratagem.games.kuhn": "Kuhn poker's rule tables and the three things that read them: the "
+    "text game, the exact tree and the probe's per-information-set chats, so the probe asks the "
+    "game agents play",
     "stratagem.strategies.dond": "Deal or No Deal's rule-based negotiators, one class each, as "
     "every game's strategies module holds its own",
 }
