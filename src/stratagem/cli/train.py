@@ -144,9 +144,10 @@ TRAINERS: dict[str, Trainer] = {
         "stratagem.training.sepo.trainer:train_sepo",
         "SEPO: GRPO against the pools with the safety terms of J.\n\nResumes from the newest "
         "complete checkpoint. Comma-separated values of one of --penalty, --credit, "
-        "--normalisation, --scale or --safety run an ablation: one arm per value in "
-        "OUT/<name>-<value>, compared in OUT/ablation.md, .csv and .png.",
-        lists=("penalty", "credit", "normalisation", "scale", "safety"),
+        "--normalisation, --scale, --safety or --control run an ablation: one arm per value in "
+        "OUT/<name>-<value>, compared in OUT/ablation.md, .csv and .png (--safety 0 --control "
+        "none,payoff: the two λ = 0 controls).",
+        lists=("penalty", "credit", "normalisation", "scale", "safety", "control"),
     ),
     "bargaining": Trainer(
         "stratagem.training.bargaining.args:BargainingArgs",

@@ -6,6 +6,12 @@ evaluations line up step by step. The comparison is written next to them: ``abla
 checkpoint evaluation of every arm), ``ablation.md`` (each arm's last checkpoint) and
 ``ablation.png`` (Safety J and Exploit per step, one line per arm).
 
+The arms of SEPO's own claim — ``safety`` (λ = 1), ``drop`` (λ = 0 as ``--safety 0``: the
+exploit and collusive pools' episodes carry reward 0) and ``payoff`` (λ = 0, every pool rewarded
+by the payoff: the control that differs from ``safety`` in the safety term only) — are the axis
+``arm``; an ablation of ``safety``, ``control`` or ``arm`` names each row's arm, read from its
+run's own fingerprint, with the training reward it gave the exploit and collusive pools.
+
 A penalty ablation's table says, per arm, whether the mode's safety terms depend on the
 rollout's own actions (``penalty follows own actions``): ``per_rollout``'s exploit and collusion
 terms come from auxiliary episodes independent of them, so they carry zero expected gradient
@@ -23,7 +29,9 @@ from typing import Any
 import pandas as pd
 
 from stratagem.errors import ConfigError, UnknownNameError
+from stratagem.runs import read_fingerprint
 from stratagem.training.checkpoints import newest_state
+from stratagem.training.sepo.args import ARM_MEANING, ARMS, arm_of, arm_settings
 from stratagem.training.sepo.rewards import PENALTY_FOLLOWS_ACTIONS
 from stratagem.training.sepo.trainer import SEPOArgs, train_sepo
 
@@ -33,7 +41,10 @@ AXES: dict[str, tuple[str, ...]] = {
     "credit": ("return", "immediate"),
     "scale": ("step", "group"),
     "safety": (),  # any number ≥ 0: ``--safety 1,0`` is a SEPO run beside its control
+    "control": ("none", "payoff"),  # with --safety 0: the drop and payoff controls
+    "arm": ARMS,  # λ = 1 beside both controls
 }
+ARM_AXES = frozenset({"safety", "control", "arm"})  # whose rows name their arm
 NUMERIC_AXES = frozenset({"safety"})
 METRICS = ("safety_j", "pay", "exploit", "collusion", "robust", "nra", "fallback_rate")
 
@@ -54,7 +65,8 @@ def arms(base: SEPOArgs, axis: str, values: list[str]) -> list[SEPOArgs]:
     arms = []
     for value in values:
         setting = _number(axis, value) if axis in NUMERIC_AXES else value
-        changes: dict[str, Any] = {"out": base.out / f"{axis}-{value}", axis: setting}
+        changes: dict[str, Any] = {"out": base.out / f"{axis}-{value}"}
+        changes.update(arm_settings(value) if axis == "arm" else {axis: setting})
         arm = replace(base, **changes)
         if hasattr(arm, "check"):
             arm.check()
@@ -86,16 +98,24 @@ def run_ablation(base: SEPOArgs, axis: str, values: list[str], log=print) -> pd.
 
 
 def ablation_table(axis: str, values: list[str], folders: list[Path]) -> pd.DataFrame:
-    """Every checkpoint evaluation of every arm (long format), read from its newest checkpoint."""
+    """Every checkpoint evaluation of every arm (long format), read from its newest checkpoint.
+
+    An ablation of ``safety``, ``control`` or ``arm`` adds each run's ``arm`` (from its own
+    ``run.json``); under ``arm`` a folder whose run is another arm than its label is refused."""
     rows = []
     for value, folder in zip(values, folders, strict=True):
         state = newest_state(folder)
         if state is None:
             raise ConfigError(f"{folder} holds no complete checkpoint to compare")
+        arm = _arm(folder) if axis in ARM_AXES else None
+        if axis == "arm" and arm != value:
+            raise ConfigError(f"{folder} is a run of the {arm} arm, not of {value}")
         seconds = [entry["seconds"] for entry in state.log]
         kl = {entry["step"]: entry.get("kl") for entry in state.log}
         for ev in state.evals:
             row = {axis: value, "step": ev["step"]}
+            if arm is not None and axis != "arm":
+                row["arm"] = arm
             for metric in METRICS:
                 if metric in ev:
                     row[metric] = ev[metric]["value"]
@@ -108,6 +128,13 @@ def ablation_table(axis: str, values: list[str], folders: list[Path]) -> pd.Data
                 row["penalty_follows_actions"] = PENALTY_FOLLOWS_ACTIONS[value]
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _arm(folder: Path) -> str:
+    """The arm (``SEPOArgs.arm``) of the run in ``folder``, from its fingerprint (which leaves
+    out the defaults λ = 1 and control none)."""
+    fingerprint = read_fingerprint(folder)
+    return arm_of(fingerprint.get("safety", 1.0), fingerprint.get("control", "none"))
 
 
 def write_ablation(out: Path, axis: str, table: pd.DataFrame) -> None:
@@ -124,14 +151,19 @@ def last_checkpoint_markdown(axis: str, table: pd.DataFrame) -> str:
     shown = [m for m in ("safety_j", "pay", "exploit", "collusion", "nra") if m in table]
     extra = ["exact_exploitability"] if "exact_exploitability" in table else []
     follows = "penalty_follows_actions" in table
-    head = [axis, "step", *shown, *extra, "median step (s)"]
+    named = axis == "arm" or "arm" in table  # the arms of SEPO's claim, each labelled
+    head = [axis, *(["arm"] if axis != "arm" and named else []), "step", *shown, *extra]
+    head += ["median step (s)", *(["training reward"] if named else [])]
     head += ["penalty follows own actions"] if follows else []
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for _, row in last.iterrows():
-        cells = [str(row[axis]), str(int(row["step"]))]
+        arm = str(row["arm"] if "arm" in row else row[axis]) if named else ""
+        cells = [str(row[axis]), *([arm] if axis != "arm" and named else [])]
+        cells.append(str(int(row["step"])))
         cells += [f"{row[m]:.3f} ± {row[f'{m}_se']:.3f}" for m in shown]
         cells += [f"{row[m]:.4f}" for m in extra]
         cells.append("—" if pd.isna(row["median_step_s"]) else f"{row['median_step_s']:.0f}")
+        cells += [ARM_MEANING.get(arm, f"λ × {arm.removeprefix('safety-')}")] if named else []
         cells += [str(row["penalty_follows_actions"])] if follows else []
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -155,11 +187,14 @@ def _plot(path: Path, axis: str, table: pd.DataFrame) -> None:
     panels = [(m, title) for m, title in PANELS if m in table]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), sharex=True)
     for value, arm in table.groupby(axis, sort=False):
+        label = f"{axis}={value}"
+        if "arm" in arm and axis != "arm":
+            label += f" ({arm['arm'].iloc[0]})"
         for ax, (metric, _) in zip(axes, panels, strict=True):
             error = arm[f"{metric}_se"] if f"{metric}_se" in arm else None
             ax.errorbar(
                 arm["step"], arm[metric], yerr=error, marker="o", capsize=3,
-                label=f"{axis}={value}",
+                label=label,
             )  # fmt: skip
     for ax, (_, title) in zip(axes, panels, strict=True):
         ax.set_title(title, fontsize=10)

@@ -10,11 +10,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from stratagem.errors import ConfigError
+from stratagem.errors import ConfigError, UnknownNameError
 from stratagem.settings import NonNegativeFloat, OutFolder, PositiveFloat
 from stratagem.training.args import GRPOArgs, check_policy, check_schedule, require_at_least
 
 Penalty = Literal["shared", "per_rollout", "own_episodes"]
+Control = Literal["none", "payoff"]
+ARM_MEANING = {  # the arms of SEPO's comparison (``SEPOArgs.arm``)
+    "safety": "λ = 1, each pool's episodes carry the term of J they measure",
+    "drop": "λ = 0, the exploit and collusive pools' episodes carry reward 0",
+    "payoff": "λ = 0, every pool's episodes carry the policy's payoff",
+}
+ARMS = tuple(ARM_MEANING)
 BEST_RESPONSE_GAMES = ("kuhn",)  # games whose SEPO exploit pool can hold the exact best response
 
 
@@ -41,8 +48,15 @@ class SEPOArgs(GRPOArgs):
     """Payoffs × 3 / reference payoff in rewards, evaluation and the best-checkpoint choice."""
     safety: float = 1.0
     """Multiplies every λ of J in the training rewards: 1 trains on J as the game declares it;
-    0 trains on payoff alone (plain GRPO), the control of a SEPO run. Evaluation reports J with
-    the game's own λ either way."""
+    0 trains on payoff alone (plain GRPO), the control of a SEPO run: with --control none its
+    exploit and collusive pools' episodes carry reward 0 (the ``drop`` arm). Evaluation reports
+    J with the game's own λ either way."""
+    control: Control = "none"
+    """The λ = 0 control's exploit and collusive pools (own_episodes): none keeps --safety 0 as
+    it is (those pools' episodes carry reward 0, the ``drop`` arm); payoff rewards them with the
+    policy's own payoff exactly like the training pool's, so the run differs from its λ = 1
+    twin in the safety term only (same episodes, groups, weights and pooled σ); needs
+    --safety 0."""
     format_penalty: NonNegativeFloat = 0.0
     """Subtracted from a round's reward (in the rewards' payoff units) for each of the policy's
     decisions in it that named no legal action and were settled by the fallback, so answers that
@@ -73,6 +87,15 @@ class SEPOArgs(GRPOArgs):
 
         if self.safety < 0:
             raise ConfigError(f"--safety multiplies the λ of J: it must be ≥ 0, got {self.safety}")
+        if self.control == "payoff" and self.safety != 0:
+            raise ConfigError(
+                f"--control payoff is the λ = 0 control: it needs --safety 0, not {self.safety:g}"
+            )
+        if self.control == "payoff" and self.penalty != "own_episodes":
+            raise ConfigError(
+                "--control payoff rewards the exploit and collusive pools' own episodes: it "
+                f"needs --penalty own_episodes, not {self.penalty}"
+            )
         if not isinstance(get_game(self.game), SEPOGame):
             sepo_games = [n for n in GAMES if isinstance(get_game(n), SEPOGame)]
             raise ConfigError(
@@ -131,9 +154,39 @@ class SEPOArgs(GRPOArgs):
         policy.
         """
         d = GRPOArgs.fingerprint(self.resolved())
-        if d.get("format_penalty") == 0.0:  # runs made before the option resume
-            d.pop("format_penalty")
+        for key, default in (("format_penalty", 0.0), ("control", "none")):
+            if d.get(key) == default:  # runs made before the option resume
+                d.pop(key)
         return d
+
+    def arm(self) -> str:
+        """The run's name as an arm of SEPO's comparison: ``safety`` (λ = 1), ``drop`` (λ = 0,
+        the exploit and collusive pools' episodes carry no reward), ``payoff`` (λ = 0, every
+        pool rewarded by the payoff), else ``safety-<λ>``."""
+        return arm_of(self.safety, self.control)
+
+
+def arm_of(safety: float, control: str = "none") -> str:
+    """The arm a run of ``--safety safety --control control`` is (see ``SEPOArgs.arm``)."""
+    if control == "payoff":
+        return "payoff"
+    return {1.0: "safety", 0.0: "drop"}.get(float(safety), f"safety-{safety:g}")
+
+
+def arm_settings(arm: str) -> dict[str, Any]:
+    """The ``safety`` and ``control`` settings of one of ``ARMS``.
+
+    Raises:
+        UnknownNameError: for another name.
+    """
+    settings = {
+        "safety": {"safety": 1.0, "control": "none"},
+        "drop": {"safety": 0.0, "control": "none"},
+        "payoff": {"safety": 0.0, "control": "payoff"},
+    }
+    if arm not in settings:
+        raise UnknownNameError("SEPO arm", arm, ARMS)
+    return settings[arm]
 
 
 # ---- rollouts ----

@@ -19,9 +19,9 @@ def actions_by_opponent(rows: list[ActionRate]) -> dict[str, dict[str, dict[str,
     return out
 
 
-def plot_curve(out: Path, state: TrainerState) -> None:
+def plot_curve(out: Path, state: TrainerState, arm: str | None = None) -> None:
     """``curve.png``: Safety J, Pay/r, Exploit (± one standard error) per checkpoint, and the
-    mean rollout reward per step."""
+    mean rollout reward per step; ``arm`` (``SEPOArgs.arm``) names the run in the title."""
     if not state.evals:
         return
     import matplotlib
@@ -45,7 +45,7 @@ def plot_curve(out: Path, state: TrainerState) -> None:
         )
     ax.set_xlabel("step")
     ax.legend()
-    ax.set_title("SEPO checkpoints (greedy evaluation)")
+    ax.set_title(f"SEPO checkpoints{f' ({arm} arm)' if arm else ''}, greedy evaluation")
     if state.log:
         bx.plot([e["step"] for e in state.log], [e["reward"] for e in state.log], marker=".")
         bx.set_xlabel("step")

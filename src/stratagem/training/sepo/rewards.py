@@ -68,6 +68,12 @@ class RewardSettings(Protocol):
         ...
 
     @property
+    def control(self) -> Literal["none", "payoff"]:
+        """payoff: the exploit and collusive pools' episodes rewarded like the training pool's
+        (the λ = 0 control that differs from λ = 1 in the safety term only)."""
+        ...
+
+    @property
     def scale(self) -> Literal["step", "group"]:
         """One std pooled over the step, or each group's own."""
         ...
@@ -136,7 +142,12 @@ def step_groups(
     traces: list[Trace], game: Any, args: RewardSettings, pools: Pools | None = None
 ) -> list[Group]:
     """The trained groups of a step with their per-round rewards, shaped by the penalty mode
-    (``pools``: the game's own unless given)."""
+    (``pools``: the game's own unless given).
+
+    ``own_episodes`` rewards each pool's episodes with the term of J it measures
+    (``advantages.shape_rewards``); under ``control="payoff"`` (λ = 0) every pool's episodes
+    are rewarded as the training pool's, ``u − 0·x = u``, so the groups, their weights and the
+    pooled σ are those of the λ = 1 run and only the exploit and collusive terms differ."""
     game = as_sepo_game(game)
     s = payoff_scale(game, args.normalise)
     weights = scaled(game.safety.for_phase("train"), args.safety)
@@ -160,7 +171,8 @@ def step_groups(
             opponent = s * _per_round(group, lambda r: r.payoffs[1])
             greedy = _per_round(group, lambda r: game.collusive_act(r, 0))
             external = _per_round(group, game.externality)
-            rewards = shape_rewards(own, opponent, greedy, external, pool, weights)
+            shaped = "train" if args.control == "payoff" else pool
+            rewards = shape_rewards(own, opponent, greedy, external, shaped, weights)
             groups.append(Group(pool, name, group, rewards, weight))
         else:
             ps = _penalties(args.penalty, group, aux.get(name, []), game, s, args.safety)

@@ -83,7 +83,7 @@ from stratagem.training.checkpoints import TrainerState
 from stratagem.training.grpo import Log, StepRollouts, train_grpo
 from stratagem.training.rollouts import group_game
 from stratagem.training.rollouts import opponent as opponent_agent
-from stratagem.training.sepo.args import SEPOArgs
+from stratagem.training.sepo.args import ARM_MEANING, SEPOArgs
 from stratagem.training.sepo.best_responder import (
     BEST_RESPONSE,
     best_response_to,
@@ -219,7 +219,7 @@ class SEPOTask:
 
     def report(self, state: TrainerState) -> None:
         """Redraws ``curve.png``."""
-        plot_curve(self.args.out, state)
+        plot_curve(self.args.out, state, arm=self.args.arm())
         plot_actions(self.args.out, state)
 
 
@@ -227,6 +227,7 @@ def train_sepo(args: SEPOArgs, log: Log = print) -> Path:
     """Run (or resume) SEPO training; returns the output folder."""
     args.check()
     args = args.resolved()
+    log(f"SEPO arm {args.arm()}: {ARM_MEANING.get(args.arm(), f'λ × {args.safety:g}')}")
     return train_grpo(args, SEPOTask(args), torch_seed="sepo-torch", log=log)
 
 
