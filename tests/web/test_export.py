@@ -28,6 +28,8 @@ from stratagem.metrics.bargaining.rows import negotiation_rows
 from stratagem.runs import read_fingerprint
 from stratagem.strategies import get_strategy
 from stratagem.trace import read_traces
+from stratagem.web import storage
+from stratagem.web.records import COLUMNS
 from stratagem.web.settings import ServeSettings
 from stratagem.web.storage import GameStore, export_run
 from stratagem.web.study import Study, agent_configuration, server_settings
@@ -223,9 +225,31 @@ def test_an_older_database_is_upgraded_with_its_rows(serve, dond_contexts, tmp_p
     assert upgraded.game_id == finish and upgraded.status == "abandoned"
     assert upgraded.configuration == {"agent": {"spec": "strategy:FairSplit"}}
     assert upgraded.config_id == record.config_id  # a spec-only configuration: the same id
-    assert upgraded.participant is None
+    assert upgraded.participant is None and upgraded.consent is None
     with sqlite3.connect(old) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+    store.close()
+
+
+def test_a_version_2_database_gains_the_consent_column(serve, dond_contexts, tmp_path):
+    server = serve("dond", params={"contexts": dond_contexts}, seat=0, db="new.db")
+    server.new_game()
+    server.service.shutdown()
+    [record] = server.service.store.records()
+    old = tmp_path / "v2.db"
+    with sqlite3.connect(old) as db:  # the version-2 table: every column but consent
+        v2 = storage.SCHEMA.replace("participant TEXT,\n    consent TEXT", "participant TEXT")
+        db.execute(v2)
+        db.execute("PRAGMA user_version = 2")
+        columns = ", ".join(COLUMNS[:-1])
+        marks = ", ".join("?" * 18)
+        db.execute(f"INSERT INTO games ({columns}) VALUES ({marks})", record.row()[:-1])
+    store = GameStore(old)
+    [upgraded] = store.records()
+    assert (upgraded.game_id, upgraded.consent) == (record.game_id, None)
+    assert upgraded.config_id == record.config_id
+    with sqlite3.connect(old) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
     store.close()
 
 

@@ -15,6 +15,8 @@ module-level per-game or per-user state, RELIABILITY I1) to HTTP:
 ``POST /api/games/{id}/leave``          abandon the game (stored as abandoned)
 ``GET /api/study``                      the study: consent text, participant, games, total
 ``POST /api/study``                     give the participant id and/or accept the terms
+                                        (another id: a new session, ``"leave": true``
+                                        abandons the previous participant's game in play)
 ``GET /operator``                       the operator's summary page (with its token only)
 ``GET /api/operator``                   the same summary as JSON
 ======================================  ======================================================
@@ -241,15 +243,17 @@ def _study_routes(
     async def join(request: Request) -> JSONResponse:
         _check_origin(request)
         body = await _body(request, limits.max_body_bytes)
-        if not isinstance(body, dict) or not set(body) <= {"participant", "consent"}:
+        if not isinstance(body, dict) or not set(body) <= {"participant", "consent", "leave"}:
             raise InputError('send {"participant": ID, "consent": true or false}')
-        consent = body.get("consent", False)
-        if type(consent) is not bool:
-            raise InputError("consent: true or false")
+        consent, leave = body.get("consent", False), body.get("leave", False)
+        if type(consent) is not bool or type(leave) is not bool:
+            raise InputError("consent and leave: true or false")
         current = session(request)
-        joined = service.join(current, _ip(request), body.get("participant"), consent)
+        joined = await run_in_threadpool(
+            service.join, current, _ip(request), body.get("participant"), consent, leave
+        )
         response = JSONResponse(await run_in_threadpool(service.study_state, joined))
-        if current is None:
+        if current is None or joined.id != current.id:  # a new person: a new cookie
             _set_cookie(response, request, service, joined.id)
         return response
 

@@ -9,9 +9,9 @@ several is refused, the message naming each configuration by id with the setting
 them apart, and ``config`` (``--export-config ID``) picks one.
 
 The folder holds ``traces.jsonl`` (the finished games' traces), ``games.jsonl`` (every game of
-the configuration, finished, abandoned or live, with its status, participant, scores, views and
-trace) and a ``run.json`` whose fingerprint says ``job: eval``, so ``stratagem report FOLDER``
-computes every metric of the game on human-model games (the model is the evaluated seat:
+the configuration, finished, abandoned or live, with its status, participant, consent, scores,
+views and trace) and a ``run.json`` whose fingerprint says ``job: eval``, so ``stratagem report
+FOLDER`` computes every metric of the game on human-model games (the model is the evaluated seat:
 ``meta.seat``).
 """
 
@@ -176,6 +176,7 @@ def _game_line(record: GameRecord) -> dict[str, Any]:
         "game_id": record.game_id,
         "status": record.status,
         "participant": record.participant,
+        "consent": None if record.consent is None else dict(record.consent),
         "human_seat": record.human_seat,
         "human_score": record.human_score,
         "model_score": record.model_score,

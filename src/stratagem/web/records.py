@@ -18,7 +18,7 @@ Status = Literal["live", "finished", "abandoned"]
 COLUMNS = (
     "game_id", "game", "game_version", "game_params", "status", "agent_spec", "agent_name",
     "human_seat", "human_score", "model_score", "started", "ended", "human_view", "model_view",
-    "trace", "config_id", "configuration", "participant",
+    "trace", "config_id", "configuration", "participant", "consent",
 )  # fmt: skip
 LIVE_ERROR = "live"  # the trace error of a live row: the episode had not ended when written
 
@@ -45,6 +45,9 @@ class GameRecord:
     config_id: str = ""  # configuration_id(game, version, params, configuration["agent"])
     configuration: Mapping[str, Any] = field(default_factory=dict)  # {"agent": .., "server": ..}
     participant: str | None = None
+    # the consent the game was played under: {"sha256": of the text accepted, "at": when},
+    # given by this participant in this session; None where the study shows no consent text
+    consent: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.config_id:  # a record built without one (older callers): derive it
@@ -73,6 +76,7 @@ class GameRecord:
             self.config_id,
             dumps(dict(self.configuration)),
             self.participant,
+            None if self.consent is None else dumps(dict(self.consent)),
         )
 
     @classmethod
@@ -97,17 +101,24 @@ class GameRecord:
             config_id=row["config_id"],
             configuration=json.loads(row["configuration"]),
             participant=row["participant"],
+            consent=json.loads(row["consent"]) if row["consent"] else None,
         )
 
 
 def configuration_id(
-    game: str, version: int, params: Mapping[str, Any], agent: Mapping[str, Any]
+    game: str,
+    version: int,
+    params: Mapping[str, Any],
+    agent: Mapping[str, Any],
+    instructions: str | None = None,
 ) -> str:
     """Returns the 12-hex-digit id of a configuration: a sha256 of the game, its version and
-    parameters, and the agent's configuration (``study.agent_configuration``), as canonical
-    JSON."""
-    text = json.dumps(
-        json.loads(dumps({"game": game, "version": version, "params": dict(params), **agent})),
-        sort_keys=True,
-    )
+    parameters, the agent's configuration (``study.agent_configuration``) and, for a study that
+    shows one, the sha256 ``instructions`` of its consent and instructions text (two conditions
+    that differ in what people are told are two configurations), as canonical JSON. Without
+    ``instructions`` the id is what it was before studies hashed their text."""
+    named = {"game": game, "version": version, "params": dict(params), **agent}
+    if instructions is not None:
+        named["instructions_sha256"] = instructions
+    text = json.dumps(json.loads(dumps(named)), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]

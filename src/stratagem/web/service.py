@@ -2,8 +2,10 @@
 limit, the model worker and the games database in one object (no module-level per-game or
 per-user state, RELIABILITY I1); ``app`` wires it to HTTP.
 
-A session is one browser (its signed cookie names it); each holds its games, at most one of them
-in play, and, in a study, its participant id and consent. Every game is a database row from its
+A session is one browser (its signed cookie names it) for one participant; each holds its
+games, at most one of them in play, and, in a study, its participant id and that participant's
+consent. Another id given in the same browser starts another session (a new cookie): its own
+consent gate, games and screen, never the previous person's. Every game is a database row from its
 start: written ``live`` when it starts and after every move (``after_change``), then once more
 as ``finished`` when it ends, or ``abandoned`` when it is left or idle (``close``); ``reap``
 forgets stored games and idle sessions. A game the server no longer holds answers 404 with its
@@ -63,7 +65,8 @@ class Session:
     live: str | None = None
     touched: float = field(default_factory=time.monotonic)
     participant: str | None = None  # the study's participant id, once given
-    consented: bool = False  # the study's terms accepted
+    # this participant's acceptance of the study's terms: {"sha256": of the text, "at": when}
+    consent: dict[str, str] | None = None
 
 
 class PlayService:
@@ -122,7 +125,8 @@ class PlayService:
         self.config_id = configuration_id(
             game.name, game.version, game.params, self.configuration["agent"]
         )
-        self._participants: dict[str, str | None] = {}  # game id -> participant id
+        # game id -> the participant id and consent record its row carries
+        self._joined: dict[str, tuple[str | None, dict[str, str] | None]] = {}
 
     def session(self, cookie: str | None) -> Session | None:
         """Returns the session a cookie names, or None (no cookie, a tampered one, or a session
@@ -143,8 +147,8 @@ class PlayService:
                 ``games_per_session``.
         """
         limits = self.limits
-        pid, consented = (session.participant, session.consented) if session else (None, False)
-        if refusal := self.study.refusal(pid, consented):
+        pid, consent = (session.participant, session.consent) if session else (None, None)
+        if refusal := self.study.refusal(pid, consent):
             raise Forbidden(refusal)
         if session is not None:
             if len(session.games) >= limits.games_per_session:
@@ -173,7 +177,7 @@ class PlayService:
         )
         with self._lock:
             self.games[human.game_id] = human
-            self._participants[human.game_id] = session.participant
+            self._joined[human.game_id] = (session.participant, session.consent)
             session.games.append(human.game_id)
             session.live = human.game_id
         with human.lock:
@@ -183,38 +187,67 @@ class PlayService:
             self.worker.request(human)
         return human
 
-    def join(self, session: Session | None, ip: str, participant: Any, consent: bool) -> Session:
-        """Records a person's participant id (None keeps the one given) and their consent in
-        their session (a new session when None).
+    def join(
+        self,
+        session: Session | None,
+        ip: str,
+        participant: Any,
+        consent: bool,
+        leave: bool = False,
+    ) -> Session:
+        """Records a person's participant id (None keeps the one given) and their consent to
+        the study's text shown now; returns their session. A new id in a session that has an id,
+        a game or a consent already is another person: they get a new session (without the
+        previous one's consent, games or screen), so the caller sets its cookie.
+
+        Args:
+            session: the request's session (None: a new one).
+            ip: the request's address (rate limits).
+            participant: the id given, unchecked (None: keep the session's).
+            consent: whether the person accepted the text shown.
+            leave: abandon the game in play of the session's previous participant first.
 
         Raises:
             InputError: a malformed participant id.
-            Busy: a new participant id while the session has a game in play.
+            Busy: a new participant id while the session has a game in play (without ``leave``).
             Limited: the address started too many sessions lately.
         """
         pid = None if participant is None else participant_id(participant)
+        with self._lock:
+            changed = session is not None and pid is not None and pid != session.participant
+            playing = self.games.get(session.live) if session and session.live else None
+            if playing is not None and playing.closed:
+                playing = None
+        if changed and playing is not None and session is not None:
+            if not leave:
+                raise Busy(
+                    f"participant {session.participant} has a game in play in this browser: "
+                    f"finish or leave it before starting as {pid}"
+                )
+            self.close(playing, "abandoned")
+        if session is not None and changed and _used(session):
+            session = None  # another person: their own session
         if session is None:
             self.check_limit(f"sessions-ip:{ip}", self.limits.games_per_hour_ip, 3600.0)
         with self._lock:
             if session is None:
                 session = Session(new_id(), touched=self.clock())
                 self.sessions[session.id] = session
-            playing = self.games.get(session.live) if session.live else None
-            if pid is not None and pid != session.participant:
-                if playing is not None and not playing.closed:
-                    raise Busy("finish or leave the game in play before changing the id")
+            if pid is not None:
                 session.participant = pid
-            session.consented = session.consented or consent
+            study = self.study
+            if consent and study.consent is not None and not study.consented(session.consent):
+                session.consent = {"sha256": str(study.consent_sha256), "at": now_iso()}
         return session
 
     def study_state(self, session: Session | None) -> dict[str, Any]:
         """Returns what the page shows of the study for ``session`` (``Study.state``)."""
-        pid, consented = (session.participant, session.consented) if session else (None, False)
+        pid, consent = (session.participant, session.consent) if session else (None, None)
         with self._lock:
             current = self.games.get(session.live) if session and session.live else None
         tally = self.store.tally(self.game.name, pid, session.games if session else [])
         pending = current is not None and current.done and not current.closed
-        return self.study.state(pid, consented, tally, pending)
+        return self.study.state(pid, consent, tally, pending)
 
     def _seat(self, seat: int | None) -> int:
         if seat is not None:
@@ -314,6 +347,7 @@ class PlayService:
             trace = dataclasses.replace(trace, meta=meta)
         h, m = human.human_seat, human.model_seat
         totals = trace.totals() if status == "finished" else None
+        joined = self._joined.get(human.game_id, (None, None))
         return GameRecord(
             game_id=human.game_id,
             game=self.game.name,
@@ -335,7 +369,8 @@ class PlayService:
             trace=trace,
             config_id=self.config_id,
             configuration=self.configuration,
-            participant=self._participants.get(human.game_id),
+            participant=joined[0],
+            consent=joined[1],
         )
 
     def reap(self, now: float | None = None) -> int:
@@ -357,7 +392,7 @@ class PlayService:
             for human in stale:
                 if human.closed:
                     self.games.pop(human.game_id, None)
-                    self._participants.pop(human.game_id, None)
+                    self._joined.pop(human.game_id, None)
             for session in self.sessions.values():
                 if session.live is not None and session.live not in self.games:
                     session.live = None  # its game is forgotten: the page starts afresh
@@ -376,6 +411,11 @@ class PlayService:
             with contextlib.suppress(Exception):
                 self.close(human, _ending(human))
         self.worker.stop()
+
+
+def _used(session: Session) -> bool:
+    """Whether ``session`` belongs to someone already: it has an id, a game or a consent."""
+    return session.participant is not None or bool(session.games) or session.consent is not None
 
 
 def _ending(human: HumanEpisode) -> Status:

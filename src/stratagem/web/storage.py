@@ -6,7 +6,8 @@ server that was killed leaves ``live`` rows, which the next server on the file m
 ``abandoned`` when it starts (``abandon_live``). A row holds the game and its parameters, the
 agent spec and the full configuration it was played with (``configuration``: the agent's
 settings, content hashes of its weights and adapters, and the server's own settings;
-``config_id`` names it), the participant id when the study asks for one, both seats, scores,
+``config_id`` names it), the participant id when the study asks for one and the consent that
+participant gave (the accepted text's sha256 and when), both seats, scores,
 timestamps, both views (what the person saw: their system turn and the latest screen; what the
 model saw: its whole chat) and the episode's trace.
 
@@ -61,10 +62,12 @@ CREATE TABLE IF NOT EXISTS games (
     trace TEXT NOT NULL,
     config_id TEXT NOT NULL,
     configuration TEXT NOT NULL,
-    participant TEXT
+    participant TEXT,
+    consent TEXT
 )
 """
-SCHEMA_VERSION = 2  # PRAGMA user_version; 1 (or 0): no live rows, no configuration columns
+# PRAGMA user_version; 1 (or 0): no live rows, no configuration columns; 2: no consent column
+SCHEMA_VERSION = 3
 
 
 _INSERT = (
@@ -99,11 +102,14 @@ class GameStore:
             raise ConfigError(f"cannot open the games database {self.path}: {exc}") from None
 
     def _upgrade(self) -> None:
-        """Creates the table, or rebuilds a version-1 one (no ``live`` status, no configuration
+        """Creates the table, adds the ``consent`` column to a version-2 one (its rows hold no
+        consent record), or rebuilds a version-1 one (no ``live`` status, no configuration
         columns) with its rows kept; each old row's configuration is its agent spec."""
         old = {r["name"] for r in self._db.execute("PRAGMA table_info(games)")}
         if not old or "config_id" in old:
             self._db.execute(SCHEMA)
+            if old and "consent" not in old:
+                self._db.execute("ALTER TABLE games ADD COLUMN consent TEXT")
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             return
         with self._lock:
@@ -119,7 +125,7 @@ class GameStore:
                     values["config_id"] = configuration_id(
                         values["game"], values["game_version"], params, agent
                     )
-                    values["participant"] = None
+                    values["participant"] = values["consent"] = None
                     self._db.execute(
                         f"INSERT INTO games ({', '.join(COLUMNS)}) "
                         f"VALUES ({', '.join('?' * len(COLUMNS))})",

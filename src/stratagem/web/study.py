@@ -8,8 +8,10 @@
   and ``export`` writes one configuration per run folder.
 - **Participants**: a person gives a participant id (the page's ``?pid=``, or a short form when
   the operator asks for one) and agrees to the consent and instructions text the operator wrote
-  (``--consent FILE``) before their first game; both are held by their session, and every game
-  row records the id. ``PARTICIPANT`` is what an id may be.
+  (``--consent FILE``) before their first game; both are held by their session (another id in
+  the same browser is another session, asked to consent again), and every game row records the
+  id and the consent (the accepted text's sha256 and when). ``PARTICIPANT`` is what an id may
+  be.
 - **The operator's summary** (``/operator``): games per configuration, completion rate,
   participants and mean scores, behind a token (``$STRATAGEM_OPERATOR_TOKEN``, or a file beside
   the database created 0600 on first start) compared in constant time.
@@ -50,27 +52,46 @@ class Study:
     configuration: Mapping[str, Any] | None = None  # the agent's; None: read from the agent
     server: Mapping[str, Any] = field(default_factory=dict)  # the server's own settings
 
-    def refusal(self, participant: str | None, consented: bool) -> str | None:
-        """Why a session may not start a game yet (one line), or None when it may."""
+    @property
+    def consent_sha256(self) -> str | None:
+        """The sha256 of the consent text as shown (None without one): what a consent record
+        names, and part of the configuration id."""
+        return None if self.consent is None else hashlib.sha256(self.consent.encode()).hexdigest()
+
+    def consented(self, record: Mapping[str, Any] | None) -> bool:
+        """Whether a session's consent ``record`` (``{"sha256", "at"}``, or None) accepts this
+        study's text: the text accepted is the text shown now (a changed text asks again)."""
+        return self.consent is None or (
+            record is not None and record.get("sha256") == self.consent_sha256
+        )
+
+    def refusal(self, participant: str | None, consent: Mapping[str, Any] | None) -> str | None:
+        """Why a session of ``participant`` with ``consent`` (its record, or None) may not start
+        a game yet (one line), or None when it may."""
         if self.ask_participant and participant is None:
             return "give your participant id first"
-        if self.consent is not None and not consented:
+        if not self.consented(consent):
             return "read and accept the study's terms first"
         return None
 
     def state(
-        self, participant: str | None, consented: bool, tally: Mapping[str, Any], pending: bool
+        self,
+        participant: str | None,
+        consent: Mapping[str, Any] | None,
+        tally: Mapping[str, Any],
+        pending: bool,
     ) -> dict[str, Any]:
         """Returns what the page shows of the study: the consent text and whether a participant
-        id is asked, the session's id and consent, why it may not start a game yet (None when
-        it may), its participant's (else its own) ended games (``GameStore.tally``: counts,
-        total, the last one), and ``pending`` while the game that just ended is being stored."""
+        id is asked, the session's id and whether it accepted the text shown, why it may not
+        start a game yet (None when it may), its ended games of this configuration
+        (``GameStore.tally``: counts, total, the last one), and ``pending`` while the game that
+        just ended is being stored."""
         return {
             "consent": self.consent,
             "ask_participant": self.ask_participant,
             "participant": participant,
-            "consented": consented,
-            "refusal": self.refusal(participant, consented),
+            "consented": self.consent is not None and self.consented(consent),
+            "refusal": self.refusal(participant, consent),
             **tally,
             "pending": pending,
         }

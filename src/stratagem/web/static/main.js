@@ -1,6 +1,7 @@
 // The page's flow: start a game, show the state, submit the person's turns, poll while the
 // model thinks (showing for how long), offer a retry when the model is unavailable or past its
-// time, leave a game, show the score and "play again".
+// time, leave a game, show the score and "play again". A "stratagem:reset" event (study.js: another
+// participant in this browser, a new session) clears the screen and loads the session afresh.
 "use strict";
 
 (function () {
@@ -18,6 +19,7 @@
   let busy = false;
   let left = false; // the person left the shown game
   let focusId = null; // the control to give the focus back to once it is enabled again
+  let generation = 0; // a reset outdates what was loading or polling for the previous session
 
   function showError(message) {
     $("error").textContent = message || "";
@@ -155,7 +157,9 @@
 
   async function poll() {
     if (!state) return;
+    const run = generation;
     const result = await S.api("GET", "/api/games/" + encodeURIComponent(state.game_id));
+    if (run !== generation) return;
     if (result.ok) show(result.data);
     else {
       showError(explain(result));
@@ -169,8 +173,10 @@
     remember();
     showError("");
     const path = "/api/games/" + encodeURIComponent(state.game_id) + "/turn";
+    const run = generation;
     const result = await S.api("POST", path, body);
     busy = false;
+    if (run !== generation) return false;
     if (result.ok) {
       for (const node of document.querySelectorAll("[data-keep][data-clear]")) node.value = "";
       show(result.data);
@@ -200,8 +206,10 @@
     }
   }
 
-  async function start() {
+  async function load() {
+    const run = ++generation;
     const result = await S.api("GET", "/api/session");
+    if (run !== generation) return;
     if (!result.ok) {
       showError(explain(result));
       return;
@@ -210,10 +218,9 @@
     renderer = S.renderers[result.data.board];
     $("title").textContent = renderer.title || game;
     $("opponent").textContent = "against " + result.data.agent;
-    $("new-game").addEventListener("click", newGame);
-    $("play-again").addEventListener("click", newGame);
     if (result.data.live) {
       const live = await S.api("GET", "/api/games/" + encodeURIComponent(result.data.live));
+      if (run !== generation) return;
       if (live.ok) {
         show(live.data);
         return;
@@ -226,5 +233,27 @@
     $("start").hidden = false;
   }
 
-  document.addEventListener("DOMContentLoaded", start);
+  // another person in this browser: nothing of the previous session's game stays on screen
+  function reset() {
+    clearTimeout(timer);
+    clearInterval(ticker);
+    state = null;
+    left = false;
+    busy = false;
+    $("board").replaceChildren();
+    $("banner").replaceChildren();
+    $("banner").className = "";
+    $("end").hidden = true;
+    $("leave-bar").hidden = true;
+    $("leave-bar").replaceChildren();
+    showError("");
+    load();
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    $("new-game").addEventListener("click", newGame);
+    $("play-again").addEventListener("click", newGame);
+    load();
+  });
+  document.addEventListener("stratagem:reset", reset);
 })();
