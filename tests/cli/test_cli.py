@@ -158,8 +158,7 @@ def test_games_lists_every_game_with_its_kind(tmp_path):
         **dict.fromkeys(
             ["auction", "bargaining", "dond", "ipd", "multi_issue", "negotiation"], "text"
         ),
-        "kuhn": "text + tree",
-        "leduc": "tree",
+        **dict.fromkeys(["kuhn", "leduc"], "text + tree"),
         **dict.fromkeys(["meeting", "fruit", "debate"], "dialogue"),
     }
 

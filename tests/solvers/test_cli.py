@@ -86,6 +86,15 @@ def test_psro_rejects_unknown_names(tmp_path):
     assert "did you mean 'TitForTat'" in str(result.exception)
 
 
-def test_psro_on_a_solver_only_game_needs_the_exact_oracle(tmp_path):
-    result = run("psro", "-g", "leduc", "-o", str(tmp_path))
-    assert "--oracle exact" in str(result.exception)
+def test_psro_over_leducs_strategies(tmp_path):
+    """Leduc is a text game too: without the exact oracle PSRO plays its strategies."""
+    out = tmp_path / "leduc"
+    args = ["psro", "-g", "leduc", "--candidates", "TightAggressive,AlwaysRaise,RandomLegal"]
+    result = run(*args, "--episodes", "1", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    log = json.loads((out / "psro.json").read_text())
+    assert set(log["iterations"][-1]["meta_strategy"][0]) <= {
+        "TightAggressive",
+        "AlwaysRaise",
+        "RandomLegal",
+    }

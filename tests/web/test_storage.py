@@ -120,7 +120,7 @@ def test_a_bad_database_is_one_line(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--game", "leduc", "--agent", "strategy:X"], "unknown game for the play page"),
+        (["--game", "meeting", "--agent", "strategy:X"], "unknown game for the play page"),
         (["--game", "dond"], "--agent"),
         (["--agent", "strategy:FairSplit", "--temperature", "0.5"], "--temperature"),
         (["--agent", "strategy:FairSplit", "--host", "0.0.0.0"], "--allowed-host"),

@@ -122,8 +122,8 @@ def test_i4_free_form_turns_are_read_by_the_game_or_refused(serve, toys, body, d
 
 
 def test_an_unknown_game_has_no_board():
-    with pytest.raises(Exception, match="unknown game for the play page 'leduc'"):
-        board_for("leduc")
+    with pytest.raises(Exception, match="unknown game for the play page 'meeting'"):
+        board_for("meeting")
 
 
 def test_a_free_form_game_on_the_text_board_renders_the_models_words_as_text(

@@ -14,6 +14,7 @@ from stratagem.games import (  # noqa: F401 (registers)
     dond,
     ipd,
     kuhn,
+    leduc,
     multi_issue,
     negotiation,
 )

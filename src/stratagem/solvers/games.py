@@ -2,8 +2,8 @@
 registry (OpenSpiel keeps even its chat games in its one game registry).
 
 Two kinds:
-- ``tree``: an eager extensive-form tree (Kuhn, a text game that declares ``HasSolverTree``;
-  Leduc, which exists for the solvers only), with its published game value where one exists;
+- ``tree``: an eager extensive-form tree (Kuhn and Leduc, text games that declare
+  ``HasSolverTree``), with its published game value where one exists;
 - ``dialogue``: an LLM-expanded dialogue tree over a domain's scenarios (meeting, fruit, debate;
   seed 003), expanded by ``solvers.dialogue`` with a model.
 
@@ -51,9 +51,9 @@ def _kuhn() -> Node:
 
 
 def _leduc() -> Node:
-    from stratagem.games.leduc import game_tree
+    from stratagem.games import get_game
 
-    return game_tree()
+    return get_game("leduc").game_tree()  # type: ignore[attr-defined]
 
 
 SOLVER_GAMES.register(
@@ -69,7 +69,7 @@ SOLVER_GAMES.register(
     SolverGame(
         "leduc",
         "tree",
-        "Leduc poker: six cards, two betting rounds; OpenSpiel's tree, for the solvers only.",
+        "Leduc poker: six cards, two betting rounds; OpenSpiel's tree, and its text game plays it.",
         _leduc,
     )
 )

@@ -60,6 +60,7 @@ from stratagem.strategies import (  # noqa: E402 (the modules import the helpers
     dond,
     ipd,
     kuhn,
+    leduc,
     multi_issue,
     negotiation,
 )
@@ -70,6 +71,7 @@ for _game, _mod in (
     ("negotiation", negotiation),
     ("multi_issue", multi_issue),
     ("kuhn", kuhn),
+    ("leduc", leduc),
     ("bargaining", bargaining),
     ("dond", dond),
 ):

@@ -1,4 +1,4 @@
-"""Leduc poker (Southey et al. 2005) as a solver game: an exact tree built from the rule tables.
+"""Leduc poker's rule tables and its exact tree (Southey et al. 2005).
 
 Six cards, J Q K in two suits. Both players ante 1 and get one private card; a betting round;
 then one public card is dealt and a second betting round follows. In each round a player may
@@ -13,7 +13,9 @@ CALL, RAISE) and the same 936 information sets, whose keys carry the suit of the
 OpenSpiel's do (suits never change a payoff). Keys read ``"Qs:CR"`` in round 1 and
 ``"Qs Kh:RC/R"`` in round 2 (private card, public card, betting per round).
 
-Leduc is not a registered text game: it exists for the solvers (``game_tree``).
+The text game (``stratagem.games.leduc``) pays every hand with ``payoffs`` from these tables, so
+the tree the solvers read is the game agents play; a hand's players there are positions (0 acts
+first), which the text game maps to seats.
 """
 
 from __future__ import annotations
