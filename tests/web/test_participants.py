@@ -7,12 +7,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
+import pytest
+from typer.testing import CliRunner
+
+from stratagem.errors import ConfigError
+from stratagem.web.issued import code_of, issue_ids
+from stratagem.web.security import session_key
 from stratagem.web.storage import export_run
 from stratagem.web.study import Study
 
-from .conftest import ORIGIN
-from .test_api import finish_dond
+from .conftest import KEY, ORIGIN, other_client
+from .test_api import dond_server, finish_dond
+from .test_storage import _cli
 from .test_study import TERMS, join, study_server
 
 TERMS_SHA = hashlib.sha256(TERMS.encode()).hexdigest()
@@ -71,3 +79,87 @@ def test_an_id_change_during_a_game_is_answered(serve, dond_contexts):
     [row] = server.service.store.records()
     assert (row.game_id, row.status, row.participant) == (gid, "abandoned", "A")
     assert join(c, participant="C", leave="yes").status_code == 422
+
+
+def issued_server(serve, dond_contexts, **kw):
+    study = Study(consent=TERMS, issued_ids=True)
+    return dond_server(serve, dond_contexts, study=study, **kw)
+
+
+def test_an_id_without_its_code_is_refused(serve, dond_contexts):
+    server = issued_server(serve, dond_contexts)
+    holder, stranger = server.client, other_client(server)
+    assert holder.get("/api/study").json()["issued_ids"] is True
+    r = join(holder, participant=f"P001.{code_of(KEY, 'P001')}", consent=True)
+    assert r.status_code == 200 and r.json()["participant"] == "P001"
+    finish_dond(server)
+    refused = "this participant id is not one issued for this study; use the link you were given"
+    for guess in ("P001", f"P001.{code_of(KEY, 'P002')}", "P001.aaaaaaaaaa", "P001."):
+        r = join(stranger, participant=guess, consent=True)
+        assert (r.status_code, r.json()["detail"]) == (403, refused), guess
+    assert stranger.get("/api/study").json()["finished"] == 0  # P001's record stays unseen
+    assert stranger.post("/api/games", headers={"Origin": ORIGIN}).status_code == 403
+    upper = f"P001.{code_of(KEY, 'P001').upper()}"  # a code read aloud: case does not matter
+    state = join(stranger, participant=upper, consent=True).json()
+    assert (state["participant"], state["finished"], state["total"]) == ("P001", 1, 6.0)
+    assert [r.participant for r in server.service.store.records()] == ["P001"]
+
+
+def test_a_name_shows_only_the_games_of_its_own_browser(serve, dond_contexts):
+    server = study_server(serve, dond_contexts)
+    first, second = server.client, other_client(server)
+    join(first, participant="P-1", consent=True)
+    finish_dond(server, first)
+    state = join(second, participant="P-1", consent=True).json()
+    assert (state["finished"], state["total"], state["last"]) == (0, 0, None)
+    assert first.get("/api/study").json()["finished"] == 1
+
+
+def test_probing_ids_is_rate_limited(serve, dond_contexts):
+    server = issued_server(serve, dond_contexts)
+    c = server.client
+    join(c, participant=f"P001.{code_of(KEY, 'P001')}")  # the join that made the session
+    codes = []
+    for n in range(40):  # that session probing: refused past 30 joins an hour
+        codes.append(join(c, participant=f"P001.{n:010d}").status_code)
+    assert codes == [403] * 30 + [429] * 10
+    r = join(c, participant="P002")
+    assert r.status_code == 429 and 3590 <= int(r.headers["retry-after"]) <= 3600
+    fresh = []
+    for n in range(100):  # a new session each time (no cookie): 120 an hour per address
+        client = other_client(server)
+        fresh.append(join(client, participant=f"P{n:03d}.0000000000").status_code)
+    assert fresh == [403] * 89 + [429] * 11  # with the first session's 31: 120 an hour
+
+
+def test_the_operator_issues_links_the_server_accepts(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("STRATAGEM_SESSION_KEY", raising=False)
+    db = tmp_path / "study" / "games.db"
+    result = CliRunner().invoke(_cli(), ["--db", str(db), "--issue", "P051-P053", "--port", "8080"])
+    assert result.exit_code == 0, result.output
+    key = session_key(tmp_path / "study" / "games.db.key")
+    lines = result.stdout.splitlines()
+    assert lines == ["participant,code,link"] + [
+        f"{p},{code_of(key, p)},http://127.0.0.1:8080/?pid={p}.{code_of(key, p)}"
+        for p in ("P051", "P052", "P053")
+    ]
+    assert not db.exists()  # issuing touches only the key
+    again = CliRunner().invoke(_cli(), ["--db", str(db), "--issue", "2"])
+    assert [x.split(",")[0] for x in again.stdout.splitlines()[1:]] == ["P001", "P002"]
+    assert issue_ids("12")[-1] == "P012" and issue_ids("S7-S9") == ["S7", "S8", "S9"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("fifty", "--issue 'fifty': give a count (50) or a range (P051-P100)"),
+        ("0", "--issue 0: give 1 to 100,000 ids"),
+        ("P9-P1", "--issue P9-P1: give 1 to 100,000 ids"),
+        ("1-200000", "--issue 1-200000: give 1 to 100,000 ids"),
+        ("A" * 60 + "1-" + "A" * 60 + "2", "ids are at most 53 characters"),
+    ],
+)
+def test_a_bad_issue_is_one_line(spec, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        issue_ids(spec)

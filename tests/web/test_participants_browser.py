@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from stratagem.web.issued import code_of
 from stratagem.web.study import Study
 
+from .conftest import KEY
 from .test_study_browser import TERMS, counters, play, study_live  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.timeout(180)
@@ -22,6 +24,7 @@ def test_b_sees_the_consent_not_as_game(browser, study_live):  # noqa: F811
     try:
         page.goto(server.url + "/?pid=A")
         page.click("#agree")
+        page.wait_for_selector("#new-game", state="visible")
         play(page)
         counters(page, 1, "6")
         page.goto(server.url + "/?pid=B")
@@ -55,6 +58,7 @@ def test_a_game_in_play_is_answered_on_the_page(browser, study_live):  # noqa: F
     try:
         page.goto(server.url + "/?pid=A")
         page.click("#agree")
+        page.wait_for_selector("#new-game", state="visible")
         page.click("#new-game")
         page.wait_for_selector("#message:enabled")  # A walks away mid-game
         for _ in range(2):  # the next person's link, and a reload of it
@@ -78,5 +82,33 @@ def test_a_game_in_play_is_answered_on_the_page(browser, study_live):  # noqa: F
         page.click("#agree")
         page.wait_for_selector("#new-game", state="visible")
         assert errors == []
+    finally:
+        context.close()
+
+
+def test_an_issued_link_is_one_participant_across_reloads(browser, study_live):  # noqa: F811
+    server, service = study_live(Study(consent=TERMS, issued_ids=True))
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    try:
+        page.goto(server.url + f"/?pid=P001.{code_of(KEY, 'P001')}")
+        page.click("#agree")
+        page.wait_for_selector("#new-game", state="visible")
+        play(page)
+        counters(page, 1, "6")
+        page.reload()
+        page.wait_for_selector("#outcome")
+        assert "Participant P001" in page.inner_text("#study")
+        assert page.query_selector("#study-switch") is None
+        assert page.query_selector("#study-gate") is None
+        page.goto(server.url + "/?pid=P002.aaaaaaaaaa")  # a link with a wrong code
+        page.wait_for_selector("#study-notice")
+        assert page.inner_text("#study-notice") == (
+            "The link's participant id was refused: this participant id is not one issued for "
+            "this study; use the link you were given"
+        )
+        assert not page.is_visible("main")
+        assert [r.participant for r in service.store.records()] == ["P001"]
     finally:
         context.close()

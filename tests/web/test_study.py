@@ -11,10 +11,11 @@ import stat
 import pytest
 
 from stratagem.web import study as study_module
+from stratagem.web.issued import code_of
 from stratagem.web.storage import GameStore
 from stratagem.web.study import Study, participant_id
 
-from .conftest import ORIGIN, other_client, scripted
+from .conftest import KEY, ORIGIN, other_client, scripted
 from .test_api import BARGAINING, dond_server, finish_dond
 
 TERMS = "You will play Deal or No Deal against a computer.\nYour answers are stored."
@@ -56,11 +57,12 @@ def test_consent_and_participant_id_come_before_the_first_game(serve, dond_conte
     assert row.participant == "P-007" and row.status == "finished"
 
 
-def test_a_participants_counter_and_total_span_sessions(serve, dond_contexts):
-    server = study_server(serve, dond_contexts)
+def test_an_issued_participants_counter_and_total_span_sessions(serve, dond_contexts):
+    study = Study(consent=TERMS, issued_ids=True, operator_token=TOKEN)
+    server = dond_server(serve, dond_contexts, study=study)
     first, second = server.client, other_client(server)
     for client in (first, second):
-        join(client, participant="P-1", consent=True)
+        join(client, participant=f"P-1.{code_of(KEY, 'P-1')}", consent=True)
     empty = first.get("/api/study").json()
     assert (empty["finished"], empty["abandoned"], empty["total"], empty["last"]) == (0, 0, 0, None)
     finish_dond(server, first)
@@ -76,7 +78,7 @@ def test_a_participants_counter_and_total_span_sessions(serve, dond_contexts):
         "model_score": None,
     }
     other = other_client(server)
-    join(other, participant="P-2", consent=True)
+    join(other, participant=f"P-2.{code_of(KEY, 'P-2')}", consent=True)
     last = finish_dond(server, other)
     state = other.get("/api/study").json()
     assert (state["finished"], state["total"]) == (1, 6.0)

@@ -35,7 +35,31 @@ def serve_command(cfg: ServeSettings) -> None:
     if cfg.export is not None:
         export_games(cfg)
         return
+    if cfg.issue is not None:
+        issue_links(cfg)
+        return
     serve(cfg)
+
+
+def issue_links(cfg: ServeSettings) -> None:
+    """Prints a CSV of the participant ids ``--issue`` names with their codes and links, signed
+    with the session key of ``--db`` (created beside it when missing)."""
+    import sys
+
+    from stratagem.web.issued import issue_ids, issued_links
+    from stratagem.web.security import deployment, session_key
+
+    ids = issue_ids(cfg.issue or "")
+    site = deployment(cfg.host, cfg.port, cfg.allowed_hosts, cfg.trusted_proxies)
+    db = Path(cfg.db)
+    try:
+        db.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--db {cfg.db}: cannot create its folder ({exc.strerror})") from None
+    key = session_key(db.with_name(db.name + ".key"))
+    sys.stdout.write(issued_links(key, ids, site.url) + "\n")
+    if not cfg.issued_ids:
+        sys.stderr.write("serve with --issued-ids so that only these links are accepted\n")
 
 
 def export_games(cfg: ServeSettings) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stratagem.web.episodes import Busy, HumanEpisode
+from stratagem.web.issued import issued_id
 from stratagem.web.security import new_id
 from stratagem.web.storage import GameStore, now_iso
 from stratagem.web.study import Study, participant_id
@@ -37,6 +38,8 @@ class Limits:
     reads_per_minute: int = 300  # state polls of one session (the page polls 200 a minute at most)
     reads_per_minute_ip: int = 1200  # state reads of one IP address without a session
     games_per_session: int = 200
+    joins_per_hour: int = 30  # participant ids and consents one session sends (POST /api/study)
+    joins_per_hour_ip: int = 120  # of one IP address, all its sessions together
     idle_seconds: float = 900.0  # a live game untouched this long is stored as abandoned
     model_timeout: float | None = 120.0  # seconds the model may take for a turn; then a retry
     max_body_bytes: int = 16_384
@@ -62,6 +65,7 @@ class Participants:
     """Joining a study, for ``PlayService`` (which holds every attribute named here)."""
 
     game: Game
+    key: bytes
     study: Study
     store: GameStore
     limits: Limits
@@ -100,10 +104,16 @@ class Participants:
 
         Raises:
             InputError: a malformed participant id.
+            Forbidden: with issued ids, an id without its code (or with another).
             Busy: a new participant id while the session has a game in play (without ``leave``).
-            Limited: the address started too many sessions lately.
+            Limited: the session or the address sent too many joins, or the address started too
+                many sessions, lately (every attempt counts, a refused one too: probing ids or
+                codes is slow).
         """
-        pid = None if participant is None else participant_id(participant)
+        if session is not None:
+            self.check_limit(f"joins:{session.id}", self.limits.joins_per_hour, 3600.0)
+        self.check_limit(f"joins-ip:{ip}", self.limits.joins_per_hour_ip, 3600.0)
+        pid = self._participant(participant)
         with self._lock:
             changed = session is not None and pid is not None and pid != session.participant
             playing = self.games.get(session.live) if session and session.live else None
@@ -131,12 +141,22 @@ class Participants:
                 session.consent = {"sha256": str(study.consent_sha256), "at": now_iso()}
         return session
 
+    def _participant(self, value: Any) -> str | None:
+        """The participant id ``value`` names (None: none given); see ``join``."""
+        if value is None:
+            return None
+        return issued_id(self.key, value) if self.study.issued_ids else participant_id(value)
+
     def study_state(self, session: Session | None) -> dict[str, Any]:
-        """Returns what the page shows of the study for ``session`` (``Study.state``)."""
+        """Returns what the page shows of the study for ``session`` (``Study.state``): the
+        participant's games across browsers when ids are issued (the code proves who they are),
+        else the session's own games only (an id that is a mere name reveals nothing of others'
+        games)."""
         pid, consent = (session.participant, session.consent) if session else (None, None)
         with self._lock:
             current = self.games.get(session.live) if session and session.live else None
-        tally = self.store.tally(self.game.name, pid, session.games if session else [])
+        everywhere = pid if self.study.issued_ids else None
+        tally = self.store.tally(self.game.name, everywhere, session.games if session else [])
         pending = current is not None and current.done and not current.closed
         return self.study.state(pid, consent, tally, pending)
 

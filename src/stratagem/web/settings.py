@@ -66,6 +66,12 @@ class ServeSettings(LLMSettings, GameChoice):
     """Text file of consent and instructions a person must accept before their first game."""
     participant_id: bool = False
     """Ask each person for a participant id (the page's ?pid=ID, or a short form) first."""
+    issued_ids: bool = False
+    """Accept only participant ids issued with --issue (links ?pid=ID.CODE): knowing someone's id
+    is then not enough to see or extend their record; implies --participant-id."""
+    issue: str | None = None
+    """Print the links of the participant ids N (P001 to PN) or FIRST-LAST (P051-P100) as CSV,
+    for --issued-ids, then exit (codes are signed with the session key beside --db)."""
     export_config: str | None = None
     """With --export: the configuration id (or its start) to export when --db holds several."""
 

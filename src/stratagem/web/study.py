@@ -11,7 +11,9 @@
   (``--consent FILE``) before their first game; both are held by their session (another id in
   the same browser is another session, asked to consent again), and every game row records the
   id and the consent (the accepted text's sha256 and when). ``PARTICIPANT`` is what an id may
-  be.
+  be. An id is a name: the page shows a session its own games only, unless the study is run
+  with issued ids (``issued.py``: ``ID.CODE`` links), when the code proves who holds the id and
+  the page shows that participant's games across browsers.
 - **The operator's summary** (``/operator``): games per configuration, completion rate,
   participants and mean scores, behind a token (``$STRATAGEM_OPERATOR_TOKEN``, or a file beside
   the database created 0600 on first start) compared in constant time.
@@ -49,6 +51,7 @@ class Study:
     consent: str | None = None  # the consent and instructions text; None: no such screen
     ask_participant: bool = False  # a participant id is needed before the first game
     operator_token: str | None = None  # None: the operator's summary is refused to everyone
+    issued_ids: bool = False  # only ids issued with their code (``issued.py``); asks for one
     configuration: Mapping[str, Any] | None = None  # the agent's; None: read from the agent
     server: Mapping[str, Any] = field(default_factory=dict)  # the server's own settings
 
@@ -64,6 +67,10 @@ class Study:
         return self.consent is None or (
             record is not None and record.get("sha256") == self.consent_sha256
         )
+
+    def __post_init__(self) -> None:
+        if self.issued_ids:  # an issued id is asked for like any other
+            object.__setattr__(self, "ask_participant", True)
 
     def refusal(self, participant: str | None, consent: Mapping[str, Any] | None) -> str | None:
         """Why a session of ``participant`` with ``consent`` (its record, or None) may not start
@@ -81,14 +88,16 @@ class Study:
         tally: Mapping[str, Any],
         pending: bool,
     ) -> dict[str, Any]:
-        """Returns what the page shows of the study: the consent text and whether a participant
-        id is asked, the session's id and whether it accepted the text shown, why it may not
+        """Returns what the page shows of the study: the consent text, whether a participant
+        id is asked and whether ids are issued, the session's id and whether it accepted the
+        text shown, why it may not
         start a game yet (None when it may), its ended games of this configuration
         (``GameStore.tally``: counts, total, the last one), and ``pending`` while the game that
         just ended is being stored."""
         return {
             "consent": self.consent,
             "ask_participant": self.ask_participant,
+            "issued_ids": self.issued_ids,
             "participant": participant,
             "consented": self.consent is not None and self.consented(consent),
             "refusal": self.refusal(participant, consent),
@@ -162,7 +171,9 @@ def server_settings(cfg: Any) -> dict[str, Any]:
     from importlib.metadata import PackageNotFoundError, version
 
     settings = {
-        k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("export", "export_config")
+        k: v
+        for k, v in dataclasses.asdict(cfg).items()
+        if k not in ("export", "export_config", "issue")
     }
     if getattr(cfg, "consent", None):
         text = Path(cfg.consent).read_bytes()
@@ -236,7 +247,8 @@ def open_study(cfg: Any, store: Any, game: Any, agent: Agent) -> tuple[Study, st
     token_file = Path(cfg.db).with_name(Path(cfg.db).name + ".operator")
     study = Study(
         consent=read_consent(cfg.consent) if cfg.consent else None,
-        ask_participant=cfg.participant_id,
+        ask_participant=cfg.participant_id or cfg.issued_ids,
+        issued_ids=cfg.issued_ids,
         operator_token=operator_token(token_file),
         configuration=agent_configuration(cfg.agent, agent, options),
         server=server_settings(cfg),

@@ -67,6 +67,13 @@
     node.textContent = message;
   }
 
+  // the participant the link names: with issued ids, the id before its code (ID.CODE)
+  function linked() {
+    if (fromUrl === null || !info.issued_ids) return fromUrl;
+    const cut = fromUrl.lastIndexOf(".");
+    return cut > 0 ? fromUrl.slice(0, cut) : fromUrl;
+  }
+
   function needs() {
     return {
       pid: info.ask_participant && !info.participant,
@@ -84,7 +91,10 @@
     }
     main().hidden = true;
     if (node) return;
-    const form = S.el("form", { on: { submit: (event) => { event.preventDefault(); join(); } } });
+    const form = S.el("form", { on: { submit: (event) => {
+      event.preventDefault();
+      serial(join);
+    } } });
     if (info.ask_participant) {
       form.append(S.el("label", { for: "participant" }, "Participant id:"),
         S.el("input", { id: "participant", type: "text", maxlength: "200", autocomplete: "off",
@@ -131,8 +141,9 @@
     }
     const whose = switching.from ? "Participant " + switching.from + "'s game" : "A game";
     const playing = $("end").hidden;
-    const text = "This link is for participant " + fromUrl + ". " + whose +
-      (playing ? " is still in play in this browser; starting as " + fromUrl +
+    const name = linked();
+    const text = "This link is for participant " + name + ". " + whose +
+      (playing ? " is still in play in this browser; starting as " + name +
         " ends it (it is recorded as abandoned)." : " has ended in this browser.");
     const buttons = S.el("p", {});
     if (!switching.continued) {
@@ -141,7 +152,7 @@
       "Continue that game"), " ");
     }
     buttons.append(S.el("button", { id: "switch-start", type: "button",
-      on: { click: () => switchTo(true) } }, "Start as participant " + fromUrl));
+      on: { click: () => serial(() => switchTo(true)) } }, "Start as participant " + name));
     node.replaceChildren(S.el("p", { id: "switch-text" }, text), buttons);
     main().hidden = !switching.continued;
   }
@@ -194,7 +205,21 @@
     if (switching) switchPanel();
   }
 
-  async function refresh() {
+  // what reads or changes the study runs one at a time, in order: a refresh that read the
+  // previous participant's state never switches participants a second time, nor undoes a join
+  let queue = Promise.resolve();
+
+  function serial(task) {
+    const run = queue.then(task, task);
+    queue = run.catch(() => {});
+    return run;
+  }
+
+  function refresh() {
+    return serial(refreshOnce);
+  }
+
+  async function refreshOnce() {
     const result = await api("GET", "/api/study");
     if (!result.ok) {
       main().hidden = false;
@@ -202,7 +227,7 @@
     }
     info = result.data;
     const need = needs();
-    const other = fromUrl !== null && info.participant !== fromUrl;
+    const other = fromUrl !== null && info.participant !== linked();
     const waiting = switching !== null && switching.continued;
     if (other && !waiting && (info.participant !== null || (!need.pid && !need.consent))) {
       await switchTo(false);
