@@ -163,3 +163,30 @@ def test_the_operator_issues_links_the_server_accepts(tmp_path, monkeypatch):
 def test_a_bad_issue_is_one_line(spec, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         issue_ids(spec)
+
+
+def test_the_running_total_is_the_configurations_own(serve, dond_contexts):
+    def condition(temperature: float):
+        config = {"spec": "hf:scripted", "temperature": temperature}
+        study = Study(consent=TERMS, issued_ids=True, configuration=config)
+        return dond_server(serve, dond_contexts, study=study, db="shared.db")
+
+    fairsplit, cooperative = condition(0.1), condition(0.9)
+    assert fairsplit.service.config_id != cooperative.service.config_id
+    link = f"P001.{code_of(KEY, 'P001')}"
+    join(fairsplit.client, participant=link, consent=True)
+    finish_dond(fairsplit)
+    finish_dond(fairsplit)
+    join(cooperative.client, participant=link, consent=True)
+    state = cooperative.client.get("/api/study").json()
+    assert (state["finished"], state["total"], state["last"]) == (0, 0, None)
+    last = finish_dond(cooperative)
+    state = cooperative.client.get("/api/study").json()
+    assert (state["finished"], state["total"], state["last"]["game_id"]) == (
+        1,
+        6.0,
+        last["game_id"],
+    )
+    assert fairsplit.client.get("/api/study").json()["finished"] == 2
+    summary = {e["config_id"]: e["finished"] for e in cooperative.service.store.summary()}
+    assert summary == {fairsplit.service.config_id: 2, cooperative.service.config_id: 1}

@@ -65,6 +65,7 @@ class Participants:
     """Joining a study, for ``PlayService`` (which holds every attribute named here)."""
 
     game: Game
+    config_id: str
     key: bytes
     study: Study
     store: GameStore
@@ -156,7 +157,8 @@ class Participants:
         with self._lock:
             current = self.games.get(session.live) if session and session.live else None
         everywhere = pid if self.study.issued_ids else None
-        tally = self.store.tally(self.game.name, everywhere, session.games if session else [])
+        games = session.games if session else []
+        tally = self.store.tally(self.game.name, everywhere, games, config_id=self.config_id)
         pending = current is not None and current.done and not current.closed
         return self.study.state(pid, consent, tally, pending)
 

@@ -240,15 +240,24 @@ class GameStore:
             ]
 
     def tally(
-        self, game: str, participant: str | None = None, game_ids: Sequence[str] = ()
+        self,
+        game: str,
+        participant: str | None = None,
+        game_ids: Sequence[str] = (),
+        config_id: str | None = None,
     ) -> dict[str, Any]:
         """Returns the games of one participant (or, without one, the games ``game_ids``) of
-        ``game``: ``finished`` and ``abandoned`` counts, the person's ``total`` score over the
-        finished ones, and the ``last`` ended game (its status and both scores) or None."""
+        ``game`` played with configuration ``config_id`` (any, when None): ``finished`` and
+        ``abandoned`` counts, the person's ``total`` score over the finished ones, and the
+        ``last`` ended game (its status and both scores) or None. A study's page passes its own
+        configuration, so the total a participant sees is the one exports and the operator's
+        summary count (and payments may follow)."""
         if participant is not None:
             where, args = "participant = ?", [participant]
         else:
             where, args = f"game_id IN ({', '.join('?' * len(game_ids))})", list(game_ids)
+        if config_id is not None:
+            where, args = f"{where} AND config_id = ?", [*args, config_id]
         query = (
             "SELECT game_id, status, human_score, model_score FROM games "
             f"WHERE game = ? AND status != 'live' AND {where} ORDER BY id"
