@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from stratagem.errors import ConfigError
 from stratagem.web.issued import code_of, issue_ids
+from stratagem.web.records import configuration_id
 from stratagem.web.security import session_key
 from stratagem.web.storage import export_run
 from stratagem.web.study import Study
@@ -190,3 +191,38 @@ def test_the_running_total_is_the_configurations_own(serve, dond_contexts):
     assert fairsplit.client.get("/api/study").json()["finished"] == 2
     summary = {e["config_id"]: e["finished"] for e in cooperative.service.store.summary()}
     assert summary == {fairsplit.service.config_id: 2, cooperative.service.config_id: 1}
+
+
+def test_two_instruction_texts_are_two_configurations(serve, dond_contexts, tmp_path):
+    def condition(text: str):
+        study = Study(consent=text, ask_participant=True)
+        return dond_server(serve, dond_contexts, study=study, db="conditions.db")
+
+    told = {"gain": "You can gain up to 10 points.", "loss": "You can lose up to 10 points."}
+    servers = {name: condition(text) for name, text in told.items()}
+    ids = {name: server.service.config_id for name, server in servers.items()}
+    assert ids["gain"] != ids["loss"]
+    for name, server in servers.items():
+        join(server.client, participant=f"P-{name}", consent=True)
+        finish_dond(server)
+    store = servers["gain"].service.store
+    with pytest.raises(ConfigError) as refused:
+        export_run(store, "dond", tmp_path / "pooled")
+    sha = {n: hashlib.sha256(t.encode()).hexdigest() for n, t in told.items()}
+    assert str(refused.value) == (
+        f"{store.path} holds dond games of several configurations: "
+        f"{ids['gain']} (instructions_sha256={sha['gain']}; 1 game); "
+        f"{ids['loss']} (instructions_sha256={sha['loss']}; 1 game). A run folder holds one "
+        "configuration: export each with --export-config ID (into its own folder)"
+    )
+    assert not (tmp_path / "pooled").exists()
+    for name in told:
+        assert export_run(store, "dond", tmp_path / name, config=ids[name]) == 1
+        games = (tmp_path / name / "games.jsonl").read_text().splitlines()
+        assert [json.loads(g)["participant"] for g in games] == [f"P-{name}"]
+        manifest = json.loads((tmp_path / name / "run.json").read_text())["fingerprint"]
+        assert (manifest["config_id"], manifest["instructions_sha256"]) == (ids[name], sha[name])
+    plain = dond_server(serve, dond_contexts, db="plain.db").service  # no text: the id as before
+    game = plain.game
+    agent = plain.configuration["agent"]
+    assert plain.config_id == configuration_id(game.name, game.version, game.params, agent)

@@ -6,7 +6,9 @@ settings, dtype, fallback, base URL, adapters with their content hashes and the 
 fingerprint). ``records.configuration_id`` names one; every stored game carries its id, and an
 export holds one configuration only, so metrics never pool different models: a database holding
 several is refused, the message naming each configuration by id with the settings that tell
-them apart, and ``config`` (``--export-config ID``) picks one.
+them apart, and ``config`` (``--export-config ID``) picks one. A study's consent and instructions
+text is part of its configuration (``instructions_sha256``): two conditions that tell people
+different things never pool.
 
 The folder holds ``traces.jsonl`` (the finished games' traces), ``games.jsonl`` (every game of
 the configuration, finished, abandoned or live, with its status, participant, consent, scores,
@@ -129,6 +131,7 @@ def _check_folder(out: Path, manifest: Path, config_id: str) -> None:
 def _fingerprint(first: GameRecord, game: str) -> dict[str, Any]:
     """The ``run.json`` fingerprint of an export whose first finished game is ``first``: an
     ``eval`` job by ``serve``, with the configuration its games were played with."""
+    told = first.configuration.get("instructions_sha256")
     return {
         "job": "eval",
         "source": "serve",
@@ -139,6 +142,7 @@ def _fingerprint(first: GameRecord, game: str) -> dict[str, Any]:
         "agent_spec": first.agent_spec,
         "config_id": first.config_id,
         "configuration": dict(first.configuration.get("agent") or {"spec": first.agent_spec}),
+        **({"instructions_sha256": told} if told else {}),
         "normalise": False,
     }
 
@@ -196,7 +200,8 @@ def _several(groups: Mapping[str, Sequence[GameRecord]], game: str, database: st
     for cid, records in groups.items():
         first = records[0]
         agent = first.configuration.get("agent") or {"spec": first.agent_spec}
-        settings[cid] = _flat({"game_params": dict(first.game_params), **agent})
+        told = {"instructions_sha256": first.configuration.get("instructions_sha256")}
+        settings[cid] = _flat({"game_params": dict(first.game_params), **agent, **told})
     keys = sorted({k for flat in settings.values() for k in flat})
     differ = [k for k in keys if len({json.dumps(s.get(k)) for s in settings.values()}) > 1]
     shown = [

@@ -42,8 +42,10 @@ class GameRecord:
     human_view: Mapping[str, Any]  # the person's system turn and latest screen
     model_view: Mapping[str, Any]  # the model's system turn and chat
     trace: Trace
-    config_id: str = ""  # configuration_id(game, version, params, configuration["agent"])
-    configuration: Mapping[str, Any] = field(default_factory=dict)  # {"agent": .., "server": ..}
+    # configuration_id(game, version, params, configuration["agent"], its instructions_sha256)
+    config_id: str = ""
+    # {"agent": .., "server": .., "instructions_sha256": .. (a study with a consent text only)}
+    configuration: Mapping[str, Any] = field(default_factory=dict)
     participant: str | None = None
     # the consent the game was played under: {"sha256": of the text accepted, "at": when},
     # given by this participant in this session; None where the study shows no consent text
@@ -52,7 +54,8 @@ class GameRecord:
     def __post_init__(self) -> None:
         if not self.config_id:  # a record built without one (older callers): derive it
             agent = self.configuration.get("agent") or {"spec": self.agent_spec}
-            config = configuration_id(self.game, self.game_version, self.game_params, agent)
+            told = self.configuration.get("instructions_sha256")
+            config = configuration_id(self.game, self.game_version, self.game_params, agent, told)
             object.__setattr__(self, "config_id", config)
 
     def row(self) -> tuple:

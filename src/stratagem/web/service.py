@@ -88,12 +88,16 @@ class PlayService(Participants):
         self._lock = threading.Lock()  # guards ``sessions`` and ``games``
         self.worker = ModelWorker(agent, self.after_change, max_batch=max_batch)
         self.study = study or Study()
-        self.configuration = {
+        self.configuration: dict[str, Any] = {
             "agent": dict(self.study.configuration or agent_configuration(agent_spec, agent)),
             "server": dict(self.study.server),
         }
+        # what people are told is part of the condition: two texts are two configurations
+        instructions = self.study.consent_sha256
+        if instructions is not None:
+            self.configuration["instructions_sha256"] = instructions
         self.config_id = configuration_id(
-            game.name, game.version, game.params, self.configuration["agent"]
+            game.name, game.version, game.params, self.configuration["agent"], instructions
         )
         # game id -> the participant id and consent record its row carries
         self._joined: dict[str, tuple[str | None, dict[str, str] | None]] = {}
